@@ -1,0 +1,1 @@
+//! Pure text functions beside the layout: custom vocabulary, the clean version, transcript text.
