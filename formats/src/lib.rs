@@ -1,3 +1,148 @@
 //! cuecraft-formats: cues <-> bytes for SRT, WebVTT, TTML (IMSC 1.1 text), ASS and EBU-STL.
+//!
+//! Writers are byte-exact (every byte is pinned by the golden files in `golden/`) and stream into
+//! any [`std::io::Write`]; readers accept the variants real files have and return a
+//! [`ParseError`] that says where and why, never a panic.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
+
+pub mod ass;
+mod error;
+pub mod srt;
+pub mod stl;
+pub mod ttml;
+pub mod vtt;
+
+use std::io::Write;
+
+use cuecraft_engine::{Cue, FrameRate, Millis};
+
+pub use error::{ParseError, WriteError};
+
+/// The five subtitle formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// SubRip.
+    Srt,
+    /// WebVTT.
+    WebVtt,
+    /// TTML 2, IMSC 1.1 Text profile.
+    Ttml,
+    /// Advanced SubStation Alpha v4.00+.
+    Ass,
+    /// EBU Tech 3264 subtitle exchange (binary).
+    EbuStl,
+}
+
+impl Format {
+    /// Every format, in the contract's order.
+    pub const ALL: [Format; 5] = [
+        Format::Srt,
+        Format::WebVtt,
+        Format::Ttml,
+        Format::Ass,
+        Format::EbuStl,
+    ];
+
+    /// Parses an API `format` value or a CLI name: `srt`, `vtt`, `webvtt`, `ttml`, `ass`, `ebu-stl`
+    /// (and `stl`, `ssa`, `dfxp`, `xml` for the CLI's convenience, case-insensitive).
+    pub fn from_name(name: &str) -> Option<Format> {
+        Some(match name.to_ascii_lowercase().as_str() {
+            "srt" => Format::Srt,
+            "vtt" | "webvtt" => Format::WebVtt,
+            "ttml" | "dfxp" | "xml" => Format::Ttml,
+            "ass" | "ssa" => Format::Ass,
+            "ebu-stl" | "stl" => Format::EbuStl,
+            _ => return None,
+        })
+    }
+
+    /// The file extension, without the dot.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Format::Srt => "srt",
+            Format::WebVtt => "vtt",
+            Format::Ttml => "ttml",
+            Format::Ass => "ass",
+            Format::EbuStl => "stl",
+        }
+    }
+
+    /// The contract's content type.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::Srt => "application/x-subrip",
+            Format::WebVtt => "text/vtt",
+            Format::Ttml => "application/ttml+xml",
+            Format::Ass => "text/x-ssa",
+            Format::EbuStl => "application/octet-stream",
+        }
+    }
+
+    /// The format a file name's extension names, if any.
+    pub fn from_path(path: &str) -> Option<Format> {
+        let ext = path.rsplit_once('.')?.1;
+        Format::from_name(ext)
+    }
+}
+
+/// What a writer needs besides the cues.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WriteOptions {
+    /// Added to every cue time before writing; negative results clamp to zero. Ignored by EBU-STL.
+    pub offset: Millis,
+    /// The job's frame rate: EBU-STL timecodes and the TTML frame rate.
+    pub frame_rate: FrameRate,
+    /// Language code of the transcript (`en`, `zh-TW`); `""` when unknown.
+    pub language: String,
+    /// Programme title, where the format has a field for it (ASS `Title`, EBU-STL OPT).
+    pub title: String,
+    /// The layout's maxCharsPerLine: EBU-STL's MNC (capped at 40 for teletext).
+    pub max_chars_per_line: u32,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        WriteOptions {
+            offset: Millis::ZERO,
+            frame_rate: FrameRate::FPS_25,
+            language: String::new(),
+            title: String::new(),
+            max_chars_per_line: 42,
+        }
+    }
+}
+
+/// Writes `cues` in `format` to `out`.
+pub fn write(
+    format: Format,
+    cues: &[Cue],
+    opts: &WriteOptions,
+    out: &mut dyn Write,
+) -> Result<(), WriteError> {
+    match format {
+        Format::Srt => srt::write(cues, opts, out),
+        Format::WebVtt => vtt::write(cues, opts, out),
+        Format::Ttml => ttml::write(cues, opts, out),
+        Format::Ass => ass::write(cues, opts, out),
+        Format::EbuStl => stl::write(cues, opts, out),
+    }
+}
+
+/// Writes `cues` in `format` into a new buffer.
+pub fn to_vec(format: Format, cues: &[Cue], opts: &WriteOptions) -> Result<Vec<u8>, WriteError> {
+    let mut out = Vec::new();
+    write(format, cues, opts, &mut out)?;
+    Ok(out)
+}
+
+/// Reads cues from `input` in `format`.
+pub fn parse(format: Format, input: &[u8]) -> Result<Vec<Cue>, ParseError> {
+    match format {
+        Format::Srt => srt::parse(input),
+        Format::WebVtt => vtt::parse(input),
+        Format::Ttml => ttml::parse(input),
+        Format::Ass => ass::parse(input),
+        Format::EbuStl => stl::parse(input),
+    }
+}
