@@ -15,6 +15,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod analysis;
 mod layout;
 pub mod settings;
 pub mod text;

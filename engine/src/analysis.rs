@@ -1,0 +1,1 @@
+//! Extractive content analysis: highlights (central sentences) and chapters (topic segments).

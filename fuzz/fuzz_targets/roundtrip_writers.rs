@@ -1,0 +1,8 @@
+//! Fuzz target `roundtrip_writers` (placeholder until its owner fills it in).
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let _ = data;
+});
