@@ -8,6 +8,7 @@
 
 pub mod ass;
 mod error;
+mod iso6937;
 pub mod srt;
 pub mod stl;
 pub mod ttml;

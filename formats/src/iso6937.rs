@@ -1,0 +1,285 @@
+//! Character tables of EBU-STL: ISO 6937 (code table 00 of the text field) both ways, and the DOS
+//! code pages 850 and 437 of the GSI block's text fields.
+//!
+//! ISO 6937 is a two-byte-for-accents encoding: a non-spacing diacritic byte (C1h–CFh) comes
+//! *before* its base letter. Only the letter/diacritic pairs of the standard's repertoire (the table
+//! in formats.md §5, which matches ttconv's decoder) are produced, so every byte we write decodes to
+//! the same letter in every reader; anything else becomes `?`.
+
+use unicode_normalization::UnicodeNormalization;
+
+/// The character written for anything the target table cannot encode.
+pub(crate) const REPLACEMENT: u8 = b'?';
+
+/// Diacritic byte, the base letters it combines with, and the precomposed letters they make (same
+/// order, one char each). The spacing form of each accent (the diacritic followed by 20h) is listed
+/// separately in [`SPACING_ACCENTS`].
+const PAIRS: [(u8, &str, &str); 13] = [
+    (0xC1, "AEIOUaeiou", "ÀÈÌÒÙàèìòù"),
+    (0xC2, "ACEILNORSUYZacegilnorsuyz", "ÁĆÉÍĹŃÓŔŚÚÝŹáćéģíĺńóŕśúýź"),
+    (0xC3, "ACEGHIJOSUWYaceghijosuwy", "ÂĈÊĜĤÎĴÔŜÛŴŶâĉêĝĥîĵôŝûŵŷ"),
+    (0xC4, "AINOUainou", "ÃĨÑÕŨãĩñõũ"),
+    (0xC5, "AEIOUaeiou", "ĀĒĪŌŪāēīōū"),
+    (0xC6, "AGUagu", "ĂĞŬăğŭ"),
+    (0xC7, "CEGIZcegz", "ĊĖĠİŻċėġż"),
+    (0xC8, "AEIOUYaeiouy", "ÄËÏÖÜŸäëïöüÿ"),
+    (0xCA, "AUau", "ÅŮåů"),
+    (0xCB, "CGKLNRSTcklnrst", "ÇĢĶĻŅŖŞŢçķļņŗşţ"),
+    (0xCD, "OUou", "ŐŰőű"),
+    (0xCE, "AEIUaeiu", "ĄĘĮŲąęįų"),
+    (0xCF, "CDELNRSTZcdelnrstz", "ČĎĚĽŇŘŠŤŽčďěľňřšťž"),
+];
+
+/// The spacing forms of the accents: the diacritic byte followed by a space.
+const SPACING_ACCENTS: [(u8, char); 10] = [
+    (0xC2, '´'),
+    (0xC5, '¯'),
+    (0xC6, '˘'),
+    (0xC7, '˙'),
+    (0xC8, '¨'),
+    (0xCA, '˚'),
+    (0xCB, '¸'),
+    (0xCD, '˝'),
+    (0xCE, '˛'),
+    (0xCF, 'ˇ'),
+];
+
+/// Single bytes A0h–FFh; `\0` marks a diacritic or an unassigned position.
+const HIGH: [char; 96] = [
+    // A0
+    '\u{A0}', '¡', '¢', '£', '$', '¥', '#', '§', '¤', '‘', '“', '«', '←', '↑', '→', '↓',
+    // B0
+    '°', '±', '²', '³', '×', 'µ', '¶', '·', '÷', '’', '”', '»', '¼', '½', '¾', '¿',
+    // C0: the diacritics (C0h itself is unassigned)
+    '\0', '\0', '\0', '\0', '\0', '\0', '\0', '\0', '\0', '\0', '\0', '\0', '\0', '\0', '\0', '\0',
+    // D0: D0h is the dash; ttconv reads it as U+2014, the speaker dash we write.
+    '—', '¹', '®', '©', '™', '♪', '¬', '¦', '\0', '\0', '\0', '\0', '⅛', '⅜', '⅝', '⅞',
+    // E0
+    'Ω', 'Æ', 'Ð', 'ª', 'Ħ', '\0', 'Ĳ', 'Ŀ', 'Ł', 'Ø', 'Œ', 'º', 'Þ', 'Ŧ', 'Ŋ', 'ŉ',
+    // F0
+    'ĸ', 'æ', 'đ', 'ð', 'ħ', 'ı', 'ĳ', 'ŀ', 'ł', 'ø', 'œ', 'ß', 'þ', 'ŧ', 'ŋ', '\u{AD}',
+];
+
+/// True for the non-spacing diacritic bytes C1h–CFh (C9h and CCh are reserved but still take a
+/// following letter, so a reader must consume both bytes).
+pub(crate) fn is_diacritic(byte: u8) -> bool {
+    (0xC1..=0xCF).contains(&byte)
+}
+
+/// The character of a diacritic byte followed by `base`, if the pair is in the repertoire.
+pub(crate) fn compose(diacritic: u8, base: u8) -> Option<char> {
+    if base == b' ' {
+        return SPACING_ACCENTS
+            .iter()
+            .find(|(d, _)| *d == diacritic)
+            .map(|(_, c)| *c);
+    }
+    let (_, bases, composed) = PAIRS.iter().find(|(d, _, _)| *d == diacritic)?;
+    let i = bases.bytes().position(|b| b == base)?;
+    composed.chars().nth(i)
+}
+
+/// The character of a single byte of code table 00 (not a diacritic), if assigned.
+pub(crate) fn decode_single(byte: u8) -> Option<char> {
+    match byte {
+        0x20..=0x7E => Some(byte as char),
+        0xA0..=0xFF => match HIGH[usize::from(byte - 0xA0)] {
+            '\0' => None,
+            c => Some(c),
+        },
+        _ => None,
+    }
+}
+
+/// Appends the ISO 6937 bytes of one character (already NFC), or `?` when there are none.
+fn encode_char(c: char, out: &mut Vec<u8>) {
+    if (' '..='~').contains(&c) {
+        out.push(c as u8);
+        return;
+    }
+    // Typographic equivalents that the table spells with one code: the horizontal bar shares the
+    // dash code, and Romanian comma-below letters are shown with the cedilla that teletext has.
+    let c = match c {
+        '\u{2015}' => '—',
+        'Đ' => 'Ð',
+        'Ș' => 'Ş',
+        'ș' => 'ş',
+        'Ț' => 'Ţ',
+        'ț' => 'ţ',
+        '\t' => ' ',
+        other => other,
+    };
+    if c == ' ' {
+        out.push(b' ');
+        return;
+    }
+    if let Some(i) = HIGH.iter().position(|h| *h == c && c != '\0') {
+        // `$` and `#` are ASCII above; the table's A4h/A6h duplicates are never written.
+        out.push(0xA0 + i as u8);
+        return;
+    }
+    for (d, bases, composed) in PAIRS.iter() {
+        if let Some(i) = composed.chars().position(|x| x == c) {
+            if let Some(base) = bases.as_bytes().get(i) {
+                out.push(*d);
+                out.push(*base);
+                return;
+            }
+        }
+    }
+    if let Some((d, _)) = SPACING_ACCENTS.iter().find(|(_, s)| *s == c) {
+        out.push(*d);
+        out.push(b' ');
+        return;
+    }
+    out.push(REPLACEMENT);
+}
+
+/// Appends `text` in ISO 6937 after NFC normalisation; unencodable characters become `?`.
+pub(crate) fn encode(text: &str, out: &mut Vec<u8>) {
+    if text.bytes().all(|b| (0x20..0x7F).contains(&b)) {
+        out.extend_from_slice(text.as_bytes());
+        return;
+    }
+    if text.is_ascii() {
+        out.extend(text.bytes().map(|b| match b {
+            0x20..=0x7E => b,
+            b'\t' => b' ',
+            _ => REPLACEMENT,
+        }));
+        return;
+    }
+    for c in text.nfc() {
+        encode_char(c, out);
+    }
+}
+
+/// The DOS code pages a GSI block may name in CPN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CodePage {
+    /// 850, multilingual Latin 1: what we write.
+    Cp850,
+    /// 437, the original IBM PC set.
+    Cp437,
+}
+
+/// Bytes 80h–FFh of code page 850.
+const CP850_HIGH: &str = "ÇüéâäàåçêëèïîìÄÅÉæÆôöòûùÿÖÜø£Ø×ƒáíóúñÑªº¿®¬½¼¡«»░▒▓│┤ÁÂÀ©╣║╗╝¢¥┐\
+└┴┬├─┼ãÃ╚╔╩╦╠═╬¤ðÐÊËÈıÍÎÏ┘┌█▄¦Ì▀ÓßÔÒõÕµþÞÚÛÙýÝ¯´\u{AD}±‗¾¶§÷¸°¨·¹³²■\u{A0}";
+
+/// Bytes 80h–FFh of code page 437.
+const CP437_HIGH: &str = "ÇüéâäàåçêëèïîìÄÅÉæÆôöòûùÿÖÜ¢£¥₧ƒáíóúñÑªº¿⌐¬½¼¡«»░▒▓│┤╡╢╖╕╣║╗╝╜╛┐\
+└┴┬├─┼╞╟╚╔╩╦╠═╬╧╨╤╥╙╘╒╓╫╪┘┌█▄▌▐▀αßΓπΣσµτΦΘΩδ∞φε∩≡±≥≤⌠⌡÷≈°∙·√ⁿ²■\u{A0}";
+
+impl CodePage {
+    fn high(self) -> &'static str {
+        match self {
+            CodePage::Cp850 => CP850_HIGH,
+            CodePage::Cp437 => CP437_HIGH,
+        }
+    }
+
+    /// Decodes GSI text; control bytes become `?`.
+    pub(crate) fn decode(self, bytes: &[u8]) -> String {
+        bytes
+            .iter()
+            .map(|&b| match b {
+                0x20..=0x7E => b as char,
+                0x80..=0xFF => self
+                    .high()
+                    .chars()
+                    .nth(usize::from(b - 0x80))
+                    .unwrap_or('?'),
+                _ => '?',
+            })
+            .collect()
+    }
+
+    /// Encodes `text` (NFC) into at most `max` bytes; unencodable characters become `?`.
+    pub(crate) fn encode(self, text: &str, max: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(max);
+        for c in text.nfc() {
+            if out.len() == max {
+                break;
+            }
+            let b = if (' '..='~').contains(&c) {
+                c as u8
+            } else {
+                self.high()
+                    .chars()
+                    .position(|h| h == c)
+                    .map_or(REPLACEMENT, |i| 0x80 + i as u8)
+            };
+            out.push(b);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn enc(s: &str) -> Vec<u8> {
+        let mut out = Vec::new();
+        encode(s, &mut out);
+        out
+    }
+
+    #[test]
+    fn tables_have_one_letter_per_base() {
+        for (d, bases, composed) in PAIRS {
+            assert_eq!(bases.chars().count(), composed.chars().count(), "{d:X}");
+        }
+        assert_eq!(CP850_HIGH.chars().count(), 128);
+        assert_eq!(CP437_HIGH.chars().count(), 128);
+    }
+
+    #[test]
+    fn accents_come_before_the_letter() {
+        assert_eq!(enc("é"), [0xC2, b'e']);
+        assert_eq!(enc("Ä"), [0xC8, b'A']);
+        assert_eq!(enc("ñ"), [0xC4, b'n']);
+        assert_eq!(enc("ç"), [0xCB, b'c']);
+        assert_eq!(enc("š"), [0xCF, b's']);
+        assert_eq!(enc("ģ"), [0xC2, b'g']);
+        assert_eq!(enc("İ"), [0xC7, b'I']);
+    }
+
+    #[test]
+    fn decomposed_input_is_normalised_first() {
+        assert_eq!(enc("e\u{301}"), [0xC2, b'e']);
+    }
+
+    #[test]
+    fn unencodable_characters_become_question_marks() {
+        assert_eq!(enc("€漢😀"), b"???");
+        assert_eq!(enc("ḿ"), b"?");
+    }
+
+    #[test]
+    fn every_pair_decodes_to_the_letter_it_encodes() {
+        for (d, bases, composed) in PAIRS {
+            for (b, c) in bases.bytes().zip(composed.chars()) {
+                assert_eq!(compose(d, b), Some(c));
+                assert_eq!(enc(&c.to_string()), [d, b]);
+            }
+        }
+        for (i, c) in HIGH.iter().enumerate() {
+            if *c != '\0' && *c != '$' && *c != '#' {
+                assert_eq!(enc(&c.to_string()), [0xA0 + i as u8], "{c}");
+            }
+        }
+    }
+
+    #[test]
+    fn code_pages_round_trip_their_repertoire() {
+        let title = "Café Ørsted ½";
+        let bytes = CodePage::Cp850.encode(title, 32);
+        assert_eq!(bytes, b"Caf\x82 \x9Drsted \xAB");
+        assert_eq!(CodePage::Cp850.decode(&bytes), title);
+        assert_eq!(CodePage::Cp437.decode(b"\x9B"), "¢");
+        assert_eq!(CodePage::Cp850.encode("€", 32), b"?");
+        assert_eq!(CodePage::Cp850.encode(&"a".repeat(40), 32).len(), 32);
+    }
+}
