@@ -1,0 +1,273 @@
+//! Line breaking inside one cue and the cue's text: balanced lines (smart) or greedy fill, em
+//! dashes for two speakers, `...` for sentences that run over a cue boundary.
+
+use super::prepare::{Prepared, Unit, CLAUSE, COMMA, LINE_AFTER, MID_WORD, SENT_END, WEAK};
+use super::segment::{pre, suf};
+use super::Params;
+use crate::Word;
+
+/// Scratch buffers reused from cue to cue, so balancing allocates nothing per cue.
+#[derive(Default)]
+pub struct Scratch {
+    dp: Vec<i64>,
+    parent: Vec<u32>,
+    /// Line start offsets (relative to the cue's first unit).
+    starts: Vec<u32>,
+}
+
+/// A laid-out cue's text.
+pub struct Rendered {
+    /// The lines.
+    pub lines: Vec<String>,
+    /// Graphemes of the lines joined by one space (for reading pace).
+    pub chars: u32,
+}
+
+/// Cost of a line break after unit `u` (inside a cue).
+pub(super) fn line_break_cost(p: &Params, u: &Unit) -> i64 {
+    if u.has(MID_WORD) || u.has(SENT_END) || u.has(LINE_AFTER) {
+        0
+    } else if u.has(CLAUSE) {
+        if p.split_on_punctuation && u.extra & COMMA != 0 {
+            0
+        } else {
+            10
+        }
+    } else if u.has(WEAK) {
+        300
+    } else {
+        60
+    }
+}
+
+/// Lays out the text of the cue made of `units[i..j]`.
+pub fn render(
+    p: &Params,
+    prep: &Prepared,
+    words: &[Word],
+    i: usize,
+    j: usize,
+    scratch: &mut Scratch,
+) -> Rendered {
+    let units = &prep.units;
+    let cue = &units[i..j];
+    let mut prefix = pre(p, units, i);
+    let mut suffix = suf(p, units, j);
+    let change = cue.windows(2).position(|w| w[0].speaker != w[1].speaker);
+    if let Some(c) = change {
+        // Two speakers, one line each, each starting with the dash.
+        let a_len = line_len(&cue[..=c]);
+        let b_len = line_len(&cue[c + 1..]);
+        if a_len + p.dash_len + prefix > p.max_chars {
+            prefix = 0;
+        }
+        if b_len + p.dash_len + suffix > p.max_chars {
+            suffix = 0;
+        }
+        let mut l1 = String::with_capacity(64);
+        l1.push_str(&p.dash);
+        let g1 = push_line(p, prep, words, &cue[..=c], prefix, 0, &mut l1) + p.dash_len;
+        let mut l2 = String::with_capacity(64);
+        l2.push_str(&p.dash);
+        let g2 = push_line(p, prep, words, &cue[c + 1..], 0, suffix, &mut l2) + p.dash_len;
+        return Rendered {
+            lines: vec![l1, l2],
+            chars: g1 + g2 + 1,
+        };
+    }
+    // Decorations are dropped where they cannot fit (a one-unit cue that fills its lines).
+    let mut k = count_lines(p, cue, prefix, suffix);
+    if k > p.max_lines {
+        prefix = 0;
+        suffix = 0;
+        k = count_lines(p, cue, 0, 0);
+    }
+    scratch.starts.clear();
+    if p.smart && k >= 2 {
+        balance(p, cue, prefix, suffix, k, scratch);
+    } else {
+        greedy_breaks(p, cue, prefix, suffix, &mut scratch.starts);
+    }
+    let n = scratch.starts.len();
+    let mut lines = Vec::with_capacity(n);
+    let mut chars = 0u32;
+    for (l, &s) in scratch.starts.iter().enumerate() {
+        let e = scratch.starts.get(l + 1).map_or(cue.len(), |&e| e as usize);
+        let s = s as usize;
+        let mut line = String::with_capacity(48);
+        let pr = if l == 0 { prefix } else { 0 };
+        let sf = if l + 1 == n { suffix } else { 0 };
+        chars += push_line(p, prep, words, &cue[s..e], pr, sf, &mut line);
+        lines.push(line);
+    }
+    chars += n.saturating_sub(1) as u32;
+    Rendered { lines, chars }
+}
+
+/// Graphemes of `us` on one line.
+fn line_len(us: &[Unit]) -> u32 {
+    us.iter()
+        .enumerate()
+        .map(|(k, u)| u.g + (k > 0 && u.sep) as u32)
+        .sum()
+}
+
+/// Appends the units' text (and decorations) to `out`; returns its graphemes.
+fn push_line(
+    p: &Params,
+    prep: &Prepared,
+    words: &[Word],
+    us: &[Unit],
+    prefix: u32,
+    suffix: u32,
+    out: &mut String,
+) -> u32 {
+    let mut g = 0;
+    if prefix > 0 {
+        out.push_str(&p.ell);
+        g += p.ell_len;
+    }
+    let last = us.len().saturating_sub(1);
+    for (k, u) in us.iter().enumerate() {
+        if k > 0 && u.sep {
+            out.push(' ');
+            g += 1;
+        }
+        let mut t = prep.text(words, u);
+        g += u.g;
+        if k == last && suffix > 0 {
+            // The ellipsis replaces a trailing comma.
+            if let Some(s) = t.strip_suffix([',', '，', '、']) {
+                if !s.is_empty() {
+                    t = s;
+                    g -= 1;
+                }
+            }
+        }
+        out.push_str(t);
+    }
+    if suffix > 0 {
+        out.push_str(&p.ell);
+        g += p.ell_len;
+    }
+    g
+}
+
+/// Decorated length of unit `k` of a cue of `n` units.
+#[inline]
+fn dlen(u: &Unit, k: usize, n: usize, prefix: u32, suffix: u32) -> u32 {
+    u.g + if k == 0 { prefix } else { 0 } + if k + 1 == n { suffix } else { 0 }
+}
+
+/// Fewest lines the cue can take (greedy fill is optimal for that).
+fn count_lines(p: &Params, cue: &[Unit], prefix: u32, suffix: u32) -> u32 {
+    let n = cue.len();
+    let mut lines = 1;
+    let mut cur = dlen(&cue[0], 0, n, prefix, suffix);
+    for k in 1..n {
+        let u = &cue[k];
+        let l = dlen(u, k, n, prefix, suffix);
+        if cue[k - 1].has(LINE_AFTER) || cur + u.sep as u32 + l > p.max_chars {
+            lines += 1;
+            cur = l;
+        } else {
+            cur += u.sep as u32 + l;
+        }
+    }
+    lines
+}
+
+fn greedy_breaks(p: &Params, cue: &[Unit], prefix: u32, suffix: u32, starts: &mut Vec<u32>) {
+    let n = cue.len();
+    starts.push(0);
+    let mut cur = dlen(&cue[0], 0, n, prefix, suffix);
+    for k in 1..n {
+        let u = &cue[k];
+        let l = dlen(u, k, n, prefix, suffix);
+        if cue[k - 1].has(LINE_AFTER) || cur + u.sep as u32 + l > p.max_chars {
+            starts.push(k as u32);
+            cur = l;
+        } else {
+            cur += u.sep as u32 + l;
+        }
+    }
+}
+
+/// Chooses `k` lines that are as even as possible in display width, preferring breaks after
+/// punctuation, never after an article when another break fits, and avoiding one-word lines.
+fn balance(p: &Params, cue: &[Unit], prefix: u32, suffix: u32, k: u32, s: &mut Scratch) {
+    let n = cue.len();
+    let k = k as usize;
+    let width = |idx: usize| -> i64 {
+        let u = &cue[idx];
+        (u.w + if idx == 0 { prefix } else { 0 } + if idx + 1 == n { suffix } else { 0 }) as i64
+    };
+    let total: i64 = (0..n)
+        .map(|x| width(x) + if x > 0 && cue[x].sep { 1 } else { 0 })
+        .sum();
+    let kk = k as i64;
+    let stride = n + 1;
+    s.dp.clear();
+    s.dp.resize((k + 1) * stride, i64::MAX);
+    s.parent.clear();
+    s.parent.resize((k + 1) * stride, 0);
+    s.dp[0] = 0;
+    let orphan_below = p.max_chars / 3;
+    for end in 1..=n {
+        // Line [q, end): grow it backwards while it fits.
+        let mut len = 0u32;
+        let mut wid = 0i64;
+        let mut q = end;
+        while q > 0 {
+            q -= 1;
+            let u = &cue[q];
+            if q + 1 < end && u.has(LINE_AFTER) {
+                break;
+            }
+            let l = dlen(u, q, n, prefix, suffix);
+            if q + 1 < end {
+                let nx_sep = cue[q + 1].sep as u32;
+                len += l + nx_sep;
+                wid += width(q) + nx_sep as i64;
+            } else {
+                len += l;
+                wid += width(q);
+            }
+            if len > p.max_chars {
+                break;
+            }
+            let dev = wid * kk - total;
+            let mut cost = dev * dev / (kk * kk * 4);
+            if end < n {
+                cost += line_break_cost(p, &cue[end - 1]);
+            }
+            if end - q == 1 && n > k && cue[q].g < orphan_below {
+                cost += 200;
+            }
+            for l in 1..=k {
+                let from = s.dp[(l - 1) * stride + q];
+                if from == i64::MAX {
+                    continue;
+                }
+                let c = from + cost;
+                let at = l * stride + end;
+                if c < s.dp[at] {
+                    s.dp[at] = c;
+                    s.parent[at] = q as u32;
+                }
+            }
+        }
+    }
+    if s.dp[k * stride + n] == i64::MAX {
+        // Cannot happen when k is the greedy count; fall back to greedy rather than fail.
+        greedy_breaks(p, cue, prefix, suffix, &mut s.starts);
+        return;
+    }
+    let mut end = n;
+    for l in (1..=k).rev() {
+        let q = s.parent[l * stride + end] as usize;
+        s.starts.push(q as u32);
+        end = q;
+    }
+    s.starts.reverse();
+}

@@ -1,0 +1,490 @@
+//! Words -> layout units: sorted and trimmed times, display text (cleaned, capitalised, forbidden
+//! characters replaced), grapheme counts measured once, over-long words cut into line-sized pieces.
+
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+
+use unicode_segmentation::UnicodeSegmentation;
+use unicode_width::UnicodeWidthStr;
+
+use crate::{Break, Word};
+
+/// The word ends a sentence (`.`, `?`, `!`, `。`, `？`, `！`, before closing quotes).
+pub const SENT_END: u8 = 1;
+/// The word ends with clause punctuation (`,`, `;`, `:`, a dash).
+pub const CLAUSE: u8 = 2;
+/// An article, preposition or conjunction: the line or cue should not break after it.
+pub const WEAK: u8 = 4;
+/// The editor pinned a line break after this word.
+pub const LINE_AFTER: u8 = 8;
+/// The editor pinned a cue break after this word.
+pub const CUE_AFTER: u8 = 16;
+/// A piece of an over-long word that is not its last: breaking after it cuts the word.
+pub const MID_WORD: u8 = 32;
+/// The first (or only) piece of its word: the cue holding it owns the word.
+pub const FIRST_PIECE: u8 = 64;
+/// The text lives in the arena rather than in the word.
+pub const IN_ARENA: u8 = 128;
+
+/// A comma or semicolon (for splitOnPunctuation's preferred line breaks).
+pub const COMMA: u16 = 1;
+
+/// One displayable piece of text: a whole word, or a line-sized piece of an over-long word.
+#[derive(Debug, Clone, Copy)]
+pub struct Unit {
+    /// Index of the word in the sorted order.
+    pub word: u32,
+    /// Byte range of the display text (in the word's text or the arena).
+    pub lo: u32,
+    /// End of the byte range.
+    pub hi: u32,
+    /// Grapheme clusters of the display text (>= 1).
+    pub g: u32,
+    /// Display width (East Asian wide = 2), for balancing lines visually.
+    pub w: u32,
+    /// Whether a space separates this unit from the previous one on the same line.
+    pub sep: bool,
+    /// Trimmed start, ms.
+    pub start: i64,
+    /// Trimmed end, ms (>= start).
+    pub end: i64,
+    /// Speaker number.
+    pub speaker: u32,
+    /// `SENT_END` .. `IN_ARENA`.
+    pub flags: u8,
+    /// `COMMA`.
+    pub extra: u16,
+}
+
+impl Unit {
+    /// Whether `flag` is set.
+    #[inline]
+    pub fn has(&self, flag: u8) -> bool {
+        self.flags & flag != 0
+    }
+}
+
+/// What preparation produces.
+pub struct Prepared {
+    /// Input indices in the order the layout reads them (stable by start time).
+    pub order: Vec<u32>,
+    /// The visible units, in order.
+    pub units: Vec<Unit>,
+    /// Display texts that differ from the words' own.
+    pub arena: String,
+}
+
+impl Prepared {
+    /// The display text of unit `u`.
+    pub fn text<'a>(&'a self, words: &'a [Word], u: &Unit) -> &'a str {
+        let src: &str = if u.has(IN_ARENA) {
+            &self.arena
+        } else {
+            match self.order.get(u.word as usize).and_then(|&i| words.get(i as usize)) {
+                Some(w) => &w.text,
+                None => "",
+            }
+        };
+        src.get(u.lo as usize..u.hi as usize).unwrap_or("")
+    }
+}
+
+/// Replaces forbidden graphemes.
+pub struct Forbid {
+    map: HashMap<String, String>,
+    ascii: [bool; 128],
+    other: HashSet<char>,
+}
+
+impl Forbid {
+    /// The replacement table; the first rule naming a grapheme wins. `None` when there are no rules.
+    pub fn new(rules: &[crate::ForbiddenRule]) -> Option<Forbid> {
+        if rules.is_empty() {
+            return None;
+        }
+        let mut f = Forbid {
+            map: HashMap::new(),
+            ascii: [false; 128],
+            other: HashSet::new(),
+        };
+        for r in rules {
+            for g in r.chars.graphemes(true) {
+                if f.map.contains_key(g) {
+                    continue;
+                }
+                f.map.insert(g.to_string(), r.replacement.clone());
+                if let Some(c) = g.chars().next() {
+                    if c.is_ascii() {
+                        f.ascii[c as usize] = true;
+                    } else {
+                        f.other.insert(c);
+                    }
+                }
+            }
+        }
+        Some(f)
+    }
+
+    /// `s` with every forbidden grapheme replaced, or `None` when nothing changes.
+    pub fn apply(&self, s: &str) -> Option<String> {
+        let hit = s.chars().any(|c| {
+            if c.is_ascii() {
+                self.ascii[c as usize]
+            } else {
+                self.other.contains(&c)
+            }
+        });
+        if !hit {
+            return None;
+        }
+        let mut out = String::with_capacity(s.len());
+        let mut changed = false;
+        for g in s.graphemes(true) {
+            match self.map.get(g) {
+                Some(r) => {
+                    out.push_str(r);
+                    changed = true;
+                }
+                None => out.push_str(g),
+            }
+        }
+        changed.then_some(out)
+    }
+}
+
+/// Grapheme clusters and display width of `s`, with an ASCII fast path.
+#[inline]
+pub fn measure(s: &str) -> (u32, u32) {
+    if s.is_ascii() && !s.as_bytes().contains(&b'\r') {
+        let n = s.len() as u32;
+        return (n, n);
+    }
+    let g = s.graphemes(true).count() as u32;
+    (g, UnicodeWidthStr::width(s) as u32)
+}
+
+/// Chinese and Japanese scripts (and their punctuation), which are written without spaces.
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x2E80..=0x2FFF | 0x3000..=0x303F | 0x3040..=0x30FF | 0x3100..=0x31FF
+        | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0xFF00..=0xFF65
+        | 0x20000..=0x3FFFF)
+}
+
+/// Trailing closing quotes and brackets, which do not hide the punctuation before them.
+fn strip_closers(s: &str) -> &str {
+    s.trim_end_matches(['"', '\'', ')', ']', '}', '»', '”', '’', '」', '』', '）'])
+}
+
+fn punctuation_flags(s: &str) -> (u8, u16) {
+    let t = strip_closers(s);
+    match t.chars().next_back() {
+        Some('.' | '?' | '!' | '。' | '？' | '！' | '‽') => (SENT_END, 0),
+        Some(',' | ';' | '，' | '；' | '、') => (CLAUSE, COMMA),
+        Some(':' | '：' | '—' | '–' | '…') => (CLAUSE, 0),
+        _ => (0, 0),
+    }
+}
+
+/// Articles, prepositions, conjunctions and possessives after which a break reads badly (English
+/// first, and the commonest ones of Dutch, German, French and Spanish).
+fn is_weak(s: &str) -> bool {
+    let b = s.as_bytes();
+    if b.is_empty() || b.len() > 7 || !s.is_ascii() {
+        return false;
+    }
+    let mut buf = [0u8; 7];
+    for (d, c) in buf.iter_mut().zip(b) {
+        *d = c.to_ascii_lowercase();
+    }
+    matches!(
+        &buf[..b.len()],
+        b"a" | b"an"
+            | b"the"
+            | b"and"
+            | b"or"
+            | b"but"
+            | b"nor"
+            | b"of"
+            | b"to"
+            | b"in"
+            | b"on"
+            | b"at"
+            | b"by"
+            | b"for"
+            | b"with"
+            | b"from"
+            | b"into"
+            | b"onto"
+            | b"upon"
+            | b"about"
+            | b"as"
+            | b"if"
+            | b"than"
+            | b"that"
+            | b"because"
+            | b"while"
+            | b"my"
+            | b"your"
+            | b"his"
+            | b"her"
+            | b"our"
+            | b"their"
+            | b"its"
+            | b"this"
+            | b"these"
+            | b"those"
+            | b"de"
+            | b"het"
+            | b"een"
+            | b"en"
+            | b"der"
+            | b"die"
+            | b"das"
+            | b"und"
+            | b"le"
+            | b"la"
+            | b"les"
+            | b"un"
+            | b"une"
+            | b"et"
+            | b"el"
+            | b"los"
+            | b"las"
+            | b"y"
+    )
+}
+
+/// `s` with control characters and line breaks turned into single spaces, trimmed; `None` when
+/// `s` has none.
+fn clean(s: &str) -> Option<String> {
+    if !s.chars().any(|c| c.is_control() || (c.is_whitespace() && c != ' ')) {
+        return None;
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut space = false;
+    for c in s.chars() {
+        if c.is_control() || c.is_whitespace() {
+            space = true;
+        } else {
+            if space && !out.is_empty() {
+                out.push(' ');
+            }
+            space = false;
+            out.push(c);
+        }
+    }
+    Some(out)
+}
+
+/// `s` with its first letter upper-cased (after leading quotes or `¿`), when that letter is lower
+/// case and its capital is a single character; `None` otherwise.
+fn capitalise(s: &str) -> Option<String> {
+    let (at, c) = s.char_indices().find(|(_, c)| c.is_alphanumeric())?;
+    if !c.is_lowercase() {
+        return None;
+    }
+    let mut up = c.to_uppercase();
+    let u = up.next()?;
+    if up.next().is_some() {
+        return None;
+    }
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push_str(&s[..at]);
+    out.push(u);
+    out.push_str(&s[at + c.len_utf8()..]);
+    Some(out)
+}
+
+/// What preparation needs to know of the settings.
+pub struct PrepOptions<'f> {
+    /// Capitalise sentence starts (smart mode).
+    pub capitalise: bool,
+    /// Forbidden-character table.
+    pub forbid: Option<&'f Forbid>,
+    /// Longest piece of an over-long word, graphemes (>= 1).
+    pub chunk: u32,
+}
+
+/// Sorts, trims and measures `words`.
+pub fn prepare(words: &[Word], opts: &PrepOptions<'_>) -> Prepared {
+    let n = words.len().min(u32::MAX as usize - 1);
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    if !words[..n].windows(2).all(|p| p[0].start <= p[1].start) {
+        // Stable: words that start together keep their input order.
+        order.sort_by_key(|&i| words[i as usize].start);
+    }
+    let mut units = Vec::with_capacity(n);
+    let mut arena = String::new();
+    // Whether the next visible word starts a sentence.
+    let mut sentence_start = true;
+    let mut prev_speaker: Option<u32> = None;
+    let mut prev_last_char: Option<char> = None;
+    for (k, &wi) in order.iter().enumerate() {
+        let w = &words[wi as usize];
+        let start = w.start.0.max(0);
+        let mut end = w.end.0.max(start);
+        if let Some(&next) = order.get(k + 1) {
+            // Overlaps are trimmed: a word ends no later than the next one starts.
+            end = end.min(words[next as usize].start.0.max(start));
+        }
+        let trimmed = w.text.trim();
+        let mut text: Cow<str> = Cow::Borrowed(trimmed);
+        if let Some(c) = clean(&text) {
+            text = Cow::Owned(c);
+        }
+        if text.is_empty() {
+            continue;
+        }
+        let speaker_change = prev_speaker.is_some_and(|s| s != w.speaker);
+        if opts.capitalise && (sentence_start || speaker_change) {
+            if let Some(c) = capitalise(&text) {
+                text = Cow::Owned(c);
+            }
+        }
+        // Sentence ends are read from the recognised text, before any replacement.
+        let (mut flags, extra) = punctuation_flags(&text);
+        if let Some(f) = opts.forbid {
+            if let Some(r) = f.apply(&text) {
+                text = Cow::Owned(clean(&r).unwrap_or(r).trim().to_string());
+            }
+        }
+        if text.is_empty() {
+            continue;
+        }
+        sentence_start = flags & SENT_END != 0;
+        if is_weak(&text) {
+            flags |= WEAK;
+        }
+        match w.break_after {
+            Some(Break::Line) => flags |= LINE_AFTER,
+            Some(Break::Cue) => flags |= CUE_AFTER,
+            None => {}
+        }
+        let (lo, hi, owned) = match &text {
+            Cow::Borrowed(b) => {
+                let lo = b.as_ptr() as usize - w.text.as_ptr() as usize;
+                (lo, lo + b.len(), false)
+            }
+            Cow::Owned(o) => {
+                let lo = arena.len();
+                arena.push_str(o);
+                (lo, arena.len(), true)
+            }
+        };
+        if lo > u32::MAX as usize || hi > u32::MAX as usize {
+            continue;
+        }
+        let first_char = text.chars().next();
+        let sep = match (prev_last_char, first_char) {
+            (Some(a), Some(b)) => !(is_cjk(a) && is_cjk(b)),
+            _ => true,
+        };
+        prev_last_char = text.chars().next_back();
+        prev_speaker = Some(w.speaker);
+        let (g, width) = measure(&text);
+        let base_flags = if owned { IN_ARENA } else { 0 };
+        if g <= opts.chunk {
+            units.push(Unit {
+                word: k as u32,
+                lo: lo as u32,
+                hi: hi as u32,
+                g,
+                w: width,
+                sep,
+                start,
+                end,
+                speaker: w.speaker,
+                flags: flags | base_flags | FIRST_PIECE,
+                extra,
+            });
+            continue;
+        }
+        // An over-long word: pieces of `chunk` graphemes, never cutting a cluster; its time is
+        // shared out in proportion to the graphemes.
+        let dur = end - start;
+        let total = g as i64;
+        let mut piece_start_byte = 0usize;
+        let mut count = 0u32;
+        let mut done = 0i64;
+        let mut first = true;
+        let mut iter = text.grapheme_indices(true).peekable();
+        while let Some((_, gr)) = iter.next() {
+            count += 1;
+            let end_byte = match iter.peek() {
+                Some(&(b, _)) => b,
+                None => text.len(),
+            };
+            let _ = gr;
+            let last = iter.peek().is_none();
+            if count == opts.chunk || last {
+                let piece = &text[piece_start_byte..end_byte];
+                let (pg, pw) = measure(piece);
+                let t0 = start + dur * done / total;
+                done += pg as i64;
+                let t1 = start + dur * done / total;
+                let mut f = base_flags;
+                if first {
+                    f |= FIRST_PIECE;
+                }
+                if last {
+                    f |= flags;
+                } else {
+                    f |= MID_WORD;
+                }
+                units.push(Unit {
+                    word: k as u32,
+                    lo: (lo + piece_start_byte) as u32,
+                    hi: (lo + end_byte) as u32,
+                    g: pg,
+                    w: pw,
+                    // Pieces of one word are glued: no space between them.
+                    sep: if first { sep } else { false },
+                    start: t0,
+                    end: t1,
+                    speaker: w.speaker,
+                    flags: f,
+                    extra: if last { extra } else { 0 },
+                });
+                first = false;
+                piece_start_byte = end_byte;
+                count = 0;
+            }
+        }
+    }
+    Prepared {
+        order,
+        units,
+        arena,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capitalises_after_leading_punctuation_only_single_char_capitals() {
+        assert_eq!(capitalise("¿qué?").as_deref(), Some("¿Qué?"));
+        assert_eq!(capitalise("ßtraße"), None);
+        assert_eq!(capitalise("Hello"), None);
+        assert_eq!(capitalise("123"), None);
+    }
+
+    #[test]
+    fn sentence_ends_are_seen_through_closing_quotes() {
+        assert_eq!(punctuation_flags("it.\"").0, SENT_END);
+        assert_eq!(punctuation_flags("好。").0, SENT_END);
+        assert_eq!(punctuation_flags("well,").0, CLAUSE);
+        assert_eq!(punctuation_flags("well").0, 0);
+    }
+
+    #[test]
+    fn measures_graphemes_not_bytes() {
+        assert_eq!(measure("abc"), (3, 3));
+        assert_eq!(measure("e\u{301}"), (1, 1));
+        assert_eq!(measure("👩‍👩‍👧"), (1, 2));
+        assert_eq!(measure("日本"), (2, 4));
+        assert_eq!(measure("a\r\nb").0, 3);
+    }
+}

@@ -1,0 +1,424 @@
+//! Cue boundaries: where one cue ends and the next begins. Smart mode scores every feasible cue
+//! in a bounded window (a DP over break points); greedy mode fills each cue to the limits.
+
+use super::prepare::{Unit, CLAUSE, CUE_AFTER, LINE_AFTER, MID_WORD, SENT_END, WEAK};
+use super::Params;
+
+/// Cost units: one "point" is roughly what one badly placed break is worth.
+const CUE_COST: i64 = 120;
+const ORPHAN_COST: i64 = 170;
+const SENTENCE_ORPHAN_COST: i64 = 40;
+const INTERNAL_PAUSE_COST: i64 = 150;
+const DIALOGUE_COST: i64 = 10;
+/// A cue shorter than this (ms) flashes by: 5/6 s.
+pub const FLASH_MS: i64 = 833;
+
+/// The decorations a cue [i, j) carries: `...` before and after (ellipsisContinuation).
+#[inline]
+pub fn pre(p: &Params, units: &[Unit], i: usize) -> u32 {
+    if !p.ellipsis || i == 0 {
+        return 0;
+    }
+    let (a, b) = (&units[i - 1], &units[i]);
+    if !a.has(SENT_END) && a.speaker == b.speaker {
+        p.ell_len
+    } else {
+        0
+    }
+}
+
+/// `...` after the cue ending before unit `j`.
+#[inline]
+pub fn suf(p: &Params, units: &[Unit], j: usize) -> u32 {
+    if !p.ellipsis || j == 0 || j >= units.len() {
+        return 0;
+    }
+    let (a, b) = (&units[j - 1], &units[j]);
+    if !a.has(SENT_END) && a.speaker == b.speaker {
+        p.ell_len
+    } else {
+        0
+    }
+}
+
+/// Whether a new cue must start at unit `u` (u >= 1).
+#[inline]
+fn hard_before(p: &Params, units: &[Unit], u: usize) -> bool {
+    let (a, b) = (&units[u - 1], &units[u]);
+    a.has(CUE_AFTER)
+        || (a.speaker != b.speaker && !p.dialogue)
+        || (p.split_on_punctuation && a.has(SENT_END))
+        || b.start - a.end >= p.hard_pause
+}
+
+/// Splits `units` into runs between hard boundaries and lays out each; returns cue unit ranges.
+pub fn segment(p: &Params, units: &[Unit]) -> Vec<(usize, usize)> {
+    let mut cues = Vec::with_capacity(units.len() / 6 + 1);
+    let mut best = if p.smart {
+        vec![0i64; units.len() + 1]
+    } else {
+        Vec::new()
+    };
+    let mut back = if p.smart {
+        vec![0u32; units.len() + 1]
+    } else {
+        Vec::new()
+    };
+    // Prefix sums of graphemes and separators: the length of units [a, b) on one line is
+    // `sum[b] - sum[a] - sep(a)`, in O(1).
+    let sums: Vec<u64> = if p.smart {
+        let mut v = Vec::with_capacity(units.len() + 1);
+        let mut t = 0u64;
+        v.push(0);
+        for u in units {
+            t += u.g as u64 + u.sep as u64;
+            v.push(t);
+        }
+        v
+    } else {
+        Vec::new()
+    };
+    let mut a = 0;
+    while a < units.len() {
+        let mut b = a + 1;
+        while b < units.len() && !hard_before(p, units, b) {
+            b += 1;
+        }
+        if p.smart {
+            smart_run(p, units, &sums, (a, b), &mut best, &mut back, &mut cues);
+        } else {
+            greedy_run(p, units, a, b, &mut cues);
+        }
+        a = b;
+    }
+    cues
+}
+
+/// Incremental line fit of a cue built backwards from its last unit.
+struct BackFit {
+    lines: u32,
+    /// Length of the first line so far (graphemes).
+    cur: u32,
+    /// Index where the second speaker starts, once seen.
+    dialogue: bool,
+    /// Length of the first speaker's line (dialogue only).
+    a_len: u32,
+}
+
+/// The cost of ending a cue after unit `u` when unit `u + 1` follows in the same run.
+fn break_cost(p: &Params, units: &[Unit], u: usize) -> i64 {
+    let a = &units[u];
+    let b = &units[u + 1];
+    if a.has(MID_WORD) {
+        return 400;
+    }
+    let mut c: i64 = if a.has(SENT_END) || a.speaker != b.speaker {
+        0
+    } else if a.has(CLAUSE) {
+        30
+    } else if a.has(LINE_AFTER) {
+        10
+    } else {
+        100
+    };
+    let gap = b.start - a.end;
+    if gap >= p.pause_threshold {
+        c = 0;
+    } else if gap > 0 {
+        c -= c * gap / (2 * p.pause_threshold);
+    }
+    if a.has(WEAK) && !a.has(CLAUSE) && !a.has(SENT_END) {
+        c += 200;
+    }
+    c
+}
+
+#[allow(clippy::too_many_arguments)]
+fn smart_run(
+    p: &Params,
+    units: &[Unit],
+    sums: &[u64],
+    (a, b): (usize, usize),
+    best: &mut [i64],
+    back: &mut [u32],
+    cues: &mut Vec<(usize, usize)>,
+) {
+    best[a] = 0;
+    let run_len = b - a;
+    for j in a + 1..=b {
+        let last = &units[j - 1];
+        let suffix = suf(p, units, j);
+        let brk = if j == b { 0 } else { break_cost(p, units, j - 1) };
+        // How far the cue may run on: up to the next cue minus the frame gap.
+        let room_end = if j < units.len() {
+            units[j].start - p.gap_ms
+        } else {
+            last.end + 60_000
+        };
+        let mut fit = BackFit {
+            lines: 1,
+            cur: last.g + suffix,
+            dialogue: false,
+            a_len: 0,
+        };
+        let mut chars: i64 = last.g as i64;
+        let mut max_gap: i64 = 0;
+        let mut best_cost = i64::MAX;
+        let mut best_i = j - 1;
+        let mut i = j - 1;
+        loop {
+            let u = &units[i];
+            if i < j - 1 {
+                // Add unit i in front of unit i + 1.
+                let nx = &units[i + 1];
+                let sep = nx.sep as u32;
+                let gap = nx.start - u.end;
+                if gap > max_gap {
+                    max_gap = gap;
+                }
+                if let Some(md) = p.max_dur {
+                    if last.end - u.start > md {
+                        break;
+                    }
+                }
+                if (j - i) as u32 > p.max_words {
+                    break;
+                }
+                chars += u.g as i64 + sep as i64;
+                if u.speaker != nx.speaker {
+                    if fit.dialogue || !p.dialogue || fit.lines != 1 || fit.cur + p.dash_len > p.max_chars {
+                        break;
+                    }
+                    fit.dialogue = true;
+                    fit.lines = 2;
+                    fit.a_len = u.g;
+                } else if fit.dialogue {
+                    if u.has(LINE_AFTER) {
+                        break;
+                    }
+                    fit.a_len += sep + u.g;
+                    if fit.a_len + p.dash_len > p.max_chars {
+                        break;
+                    }
+                } else if u.has(LINE_AFTER) || fit.cur + sep + u.g > p.max_chars {
+                    fit.lines += 1;
+                    fit.cur = u.g;
+                    if fit.lines > p.max_lines {
+                        break;
+                    }
+                } else {
+                    fit.cur += sep + u.g;
+                }
+            }
+            let prefix = pre(p, units, i);
+            let single = i == j - 1;
+            let lines_eff = if fit.dialogue {
+                if fit.a_len + p.dash_len + prefix > p.max_chars {
+                    None
+                } else {
+                    Some(2)
+                }
+            } else if fit.cur + prefix > p.max_chars {
+                Some(fit.lines + 1)
+            } else {
+                Some(fit.lines)
+            };
+            let lines_eff = match lines_eff {
+                Some(l) if l <= p.max_lines => Some(l),
+                _ if single => Some(p.max_lines.min(2)),
+                _ => None,
+            };
+            if let Some(lines) = lines_eff {
+                let mut cost = best[i] + CUE_COST + brk + (lines as i64 - 1) * p.line_cost;
+                let span = (last.end - u.start).max(1);
+                if p.pace {
+                    let text = chars + (prefix + suffix) as i64;
+                    let needed = text * 1000 / p.cps;
+                    let mut avail = room_end - u.start;
+                    if let Some(md) = p.max_dur {
+                        avail = avail.min(md);
+                    }
+                    let avail = avail.max(span).max(1);
+                    if needed > avail {
+                        cost += ((needed - avail) * 400 / avail).min(2000);
+                    }
+                    if p.avoid_flash {
+                        let shown = needed.max(span).max(p.min_dur).min(avail);
+                        if shown < FLASH_MS {
+                            cost += (FLASH_MS - shown) / 4;
+                        }
+                    }
+                }
+                if single && run_len > 1 {
+                    let whole =
+                        (i == 0 || units[i - 1].has(SENT_END) || i == a) && (u.has(SENT_END) || j == b);
+                    cost += if whole {
+                        SENTENCE_ORPHAN_COST
+                    } else {
+                        ORPHAN_COST
+                    };
+                }
+                if max_gap >= p.pause_threshold {
+                    cost += INTERNAL_PAUSE_COST + ((max_gap - p.pause_threshold) / 10).min(500);
+                }
+                if fit.dialogue {
+                    cost += DIALOGUE_COST;
+                } else if lines == 2 && !single {
+                    cost += two_line_cost(p, units, sums, i, j, prefix, suffix);
+                }
+                if cost < best_cost {
+                    best_cost = cost;
+                    best_i = i;
+                }
+            }
+            if i == a {
+                break;
+            }
+            i -= 1;
+        }
+        best[j] = best_cost;
+        back[j] = best_i as u32;
+    }
+    // Walk the best path back from the run's end.
+    let first = cues.len();
+    let mut j = b;
+    while j > a {
+        let i = (back[j] as usize).clamp(a, j - 1);
+        cues.push((i, j));
+        j = i;
+    }
+    cues[first..].reverse();
+}
+
+/// Forward line fit, as greedy fill and rendering use it.
+pub struct Fit {
+    /// Lines so far.
+    pub lines: u32,
+    /// Length of the current (last) line, graphemes.
+    pub cur: u32,
+    /// Whether a second speaker has started.
+    pub dialogue: bool,
+}
+
+impl Fit {
+    /// A cue starting with `u`, `prefix` graphemes of decoration before it.
+    pub fn start(u: &Unit, prefix: u32) -> Fit {
+        Fit {
+            lines: 1,
+            cur: prefix + u.g,
+            dialogue: false,
+        }
+    }
+
+    /// Adds `u` after `prev`; `Some(true)` when it starts a new line, `None` when it cannot join.
+    pub fn push(&mut self, p: &Params, prev: &Unit, u: &Unit) -> Option<bool> {
+        let sep = u.sep as u32;
+        if prev.speaker != u.speaker {
+            if self.dialogue || !p.dialogue || self.lines != 1 || self.cur + p.dash_len > p.max_chars {
+                return None;
+            }
+            self.dialogue = true;
+            self.lines = 2;
+            self.cur = p.dash_len + u.g;
+            return (self.cur <= p.max_chars).then_some(true);
+        }
+        if self.dialogue {
+            if prev.has(LINE_AFTER) || self.cur + sep + u.g > p.max_chars {
+                return None;
+            }
+            self.cur += sep + u.g;
+            return Some(false);
+        }
+        if prev.has(LINE_AFTER) || self.cur + sep + u.g > p.max_chars {
+            self.lines += 1;
+            self.cur = u.g;
+            return (self.lines <= p.max_lines).then_some(true);
+        }
+        self.cur += sep + u.g;
+        Some(false)
+    }
+
+    /// Whether the cue still fits once `suffix` graphemes close it.
+    pub fn closes(&self, p: &Params, suffix: u32) -> bool {
+        if self.cur + suffix <= p.max_chars {
+            true
+        } else {
+            !self.dialogue && self.lines < p.max_lines
+        }
+    }
+}
+
+fn greedy_run(p: &Params, units: &[Unit], a: usize, b: usize, cues: &mut Vec<(usize, usize)>) {
+    let mut i = a;
+    while i < b {
+        let prefix = pre(p, units, i);
+        let mut fit = Fit::start(&units[i], prefix);
+        // `ok` is the longest end that fits with its closing decoration.
+        let mut ok = i + 1;
+        let mut j = i + 1;
+        while j < b {
+            let u = &units[j];
+            if (j + 1 - i) as u32 > p.max_words {
+                break;
+            }
+            if let Some(md) = p.max_dur {
+                if u.end - units[i].start > md {
+                    break;
+                }
+            }
+            if fit.push(p, &units[j - 1], u).is_none() {
+                break;
+            }
+            if fit.lines > p.max_lines {
+                break;
+            }
+            j += 1;
+            if fit.closes(p, suf(p, units, j)) {
+                ok = j;
+            }
+        }
+        cues.push((i, ok));
+        i = ok;
+    }
+}
+
+/// The cost of the best line break of the two-line cue [i, j): break quality plus imbalance, as
+/// the line balancer will see it. Only the breaks where both lines fit are tried.
+fn two_line_cost(
+    p: &Params,
+    units: &[Unit],
+    sums: &[u64],
+    i: usize,
+    j: usize,
+    prefix: u32,
+    suffix: u32,
+) -> i64 {
+    let len = |x: usize, y: usize| -> i64 {
+        (sums[y] - sums[x]) as i64 - units[x].sep as i64
+    };
+    let max = p.max_chars as i64;
+    let mut best = i64::MAX;
+    for r in i..j - 1 {
+        let l1 = len(i, r + 1) + prefix as i64;
+        if l1 > max {
+            break;
+        }
+        let l2 = len(r + 1, j) + suffix as i64;
+        if l2 > max {
+            continue;
+        }
+        if units[i..r].iter().any(|u| u.has(LINE_AFTER))
+            || units[r + 1..j - 1].iter().any(|u| u.has(LINE_AFTER))
+        {
+            continue;
+        }
+        let d = l1 - l2;
+        let c = super::lines::line_break_cost(p, &units[r]) + d * d / 8;
+        best = best.min(c);
+    }
+    if best == i64::MAX {
+        0
+    } else {
+        best
+    }
+}
