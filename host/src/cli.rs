@@ -1,21 +1,176 @@
 //! `cuecraft serve` and `cuecraft admin`: argument shapes and entry points.
 
+use std::io::Write;
+use std::net::SocketAddr;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+
+use crate::db::Store;
+use crate::pipeline::{Pipeline, Queue};
+use crate::ratelimit::RateLimiter;
+use crate::server::{App, Config};
+
+pub use crate::admin::AdminArgs;
+
 /// Arguments of `cuecraft serve`.
 #[derive(Debug, clap::Args)]
-pub struct ServeArgs {}
+pub struct ServeArgs {
+    /// Directory of the databases, the media and the signing secret (created when missing).
+    #[arg(long, default_value = "data")]
+    pub data_dir: PathBuf,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// The address clients reach the server at; links and upload URLs start with it.
+    #[arg(long)]
+    pub public_url: Option<String>,
+    /// Speech recognizer: pocketsphinx, whisper-cpp:BIN:MODEL or command:PATH.
+    #[arg(long, default_value = "pocketsphinx")]
+    pub recognizer: String,
+    /// Jobs processed at the same time.
+    #[arg(long, default_value_t = 2)]
+    pub workers: usize,
+    /// Price of a minute of media, in cents.
+    #[arg(long, default_value_t = 10)]
+    pub price_cents_per_minute: i64,
+    /// Requests per rolling minute per API key.
+    #[arg(long, default_value_t = 120)]
+    pub rate_limit_per_minute: u32,
+}
 
-/// Arguments of `cuecraft admin`.
-#[derive(Debug, clap::Args)]
-pub struct AdminArgs {}
+/// Reads the upload-signing secret of `data_dir`, creating it (mode 0600) on first start.
+fn signing_secret(data_dir: &Path) -> anyhow::Result<Vec<u8>> {
+    let path = data_dir.join("signing.key");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            let text = text.trim();
+            if text.len() < 32 {
+                anyhow::bail!("{} is too short to be a signing secret", path.display());
+            }
+            Ok(text.as_bytes().to_vec())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let secret = crate::util::hex(&crate::util::random_bytes::<32>()?);
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+                .with_context(|| format!("creating {}", path.display()))?;
+            writeln!(f, "{secret}")?;
+            f.sync_all()?;
+            Ok(secret.into_bytes())
+        }
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
+}
+
+/// Completes on ctrl-c or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+    tracing::info!("shutting down");
+}
 
 /// Runs the server until it is stopped.
 pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    let _ = args;
-    anyhow::bail!("serve is not implemented yet")
+    let _ = tracing_subscriber_init();
+    if args.price_cents_per_minute < 0 {
+        anyhow::bail!("--price-cents-per-minute must not be negative");
+    }
+    let recognizer: Arc<dyn crate::recognizer::Recognizer> =
+        Arc::from(crate::recognizer::from_spec(&args.recognizer).map_err(anyhow::Error::msg)?);
+    std::fs::create_dir_all(args.data_dir.join("media").join("tmp"))
+        .with_context(|| format!("creating {}", args.data_dir.display()))?;
+    let store = Arc::new(Store::open(&args.data_dir)?);
+    let secret = signing_secret(&args.data_dir)?;
+    let public_url = args
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{}", args.listen))
+        .trim_end_matches('/')
+        .to_string();
+    let queue = Arc::new(Queue::default());
+    let pipeline = Arc::new(Pipeline {
+        store: store.clone(),
+        queue: queue.clone(),
+        recognizer,
+        data_dir: args.data_dir.clone(),
+    });
+    pipeline.recover()?;
+    let workers = pipeline.start(args.workers);
+    let app = Arc::new(App {
+        config: Config {
+            data_dir: args.data_dir.clone(),
+            public_url,
+            price_cents_per_minute: args.price_cents_per_minute,
+        },
+        store,
+        secret,
+        limiter: RateLimiter::new(args.rate_limit_per_minute),
+        queue: queue.clone(),
+    });
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(args.listen)
+            .await
+            .with_context(|| format!("listening on {}", args.listen))?;
+        tracing::info!(
+            addr = %listener.local_addr()?,
+            public_url = %app.config.public_url,
+            workers = args.workers,
+            "cuecraft serving"
+        );
+        crate::server::run(listener, app, shutdown_signal()).await;
+        anyhow::Ok(())
+    })?;
+    queue.stop();
+    // Workers finish their current step; a long recognition is left to resume on the next start.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    for w in workers {
+        while !w.is_finished() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        if w.is_finished() {
+            let _ = w.join();
+        }
+    }
+    Ok(())
+}
+
+fn tracing_subscriber_init() -> Result<(), String> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .try_init()
+        .map_err(|e| e.to_string())
 }
 
 /// Runs one admin command, printing one JSON object.
 pub fn admin(args: AdminArgs) -> anyhow::Result<()> {
-    let _ = args;
-    anyhow::bail!("admin is not implemented yet")
+    let out = crate::admin::run(args)?;
+    println!("{out}");
+    Ok(())
 }

@@ -1,7 +1,21 @@
 //! cuecraft-host: the /v1 job API, the job pipeline, recognizers and the admin commands.
 //! It is the only crate that knows HTTP, JSON wire shapes, SQL or processes.
 
+pub mod admin;
+pub mod billing;
 pub mod cli;
+pub mod db;
+pub mod error;
+pub mod jobs;
 pub mod media;
+pub mod pipeline;
+pub mod ratelimit;
 pub mod recognizer;
+pub mod results;
+pub mod server;
 pub mod submit;
+pub mod uploads;
+pub mod util;
+pub mod words;
+
+pub use error::ApiError;

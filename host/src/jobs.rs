@@ -1,0 +1,779 @@
+//! POST /jobs and GET /jobs/{jobId}: request validation, the creation checks, and the Job shape.
+//!
+//! Order of the creation checks (each answers before the next runs, and a refused request creates
+//! nothing): API key (401) -> rate limit (429) -> body size (413 `body_too_large`) -> JSON
+//! (`invalid_json`) -> `sourceUrl` (501) -> field validation (`invalid_request`, every problem at
+//! once) -> folder (404) -> preset (404) -> settings layered over the preset (`invalid_request`,
+//! e.g. minDuration > maxDuration across the layers) -> owner (409 `no_active_owner`) -> plan limits
+//! (413) -> platform quota (403) -> credits (503 `billing_unavailable` when the ledger cannot be
+//! read, else 402) -> 201.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use cuecraft_engine::{FieldError, PartialSettings};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+use rusqlite::{params, Connection, OptionalExtension};
+use serde_json::{json, Map, Value};
+
+use crate::error::ApiError;
+use crate::server::{json_response, App, Body, Caller};
+use crate::util::{is_id, new_id, now_ms, rfc3339};
+
+/// Largest accepted creation body: a maximal valid request (1000 vocabulary terms of 100
+/// characters, a 4000-character prompt, 100 rules) is well under this.
+pub const MAX_BODY_BYTES: usize = 2 << 20;
+/// The contract's largest upload, 5 GiB.
+pub const MAX_SIZE_BYTES: u64 = 5_368_709_120;
+/// Lifetime of an upload URL, milliseconds.
+pub const UPLOAD_LIFETIME_MS: i64 = 3_600_000;
+
+/// A valid job creation request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateRequest {
+    /// The file's name.
+    pub filename: String,
+    /// `audio/*` or `video/*`.
+    pub content_type: String,
+    /// Exact size of the upload.
+    pub size_bytes: u64,
+    /// Declared duration, seconds (> 0).
+    pub duration_seconds: f64,
+    /// The job's name (default: the filename without its extension).
+    pub name: String,
+    /// A folder of the organisation.
+    pub folder_id: Option<String>,
+    /// A preset of the organisation.
+    pub preset_id: Option<String>,
+    /// The request's own settings (before layering over the preset).
+    pub settings: PartialSettings,
+}
+
+const FIELDS: [&str; 9] = [
+    "filename",
+    "contentType",
+    "sizeBytes",
+    "durationSeconds",
+    "name",
+    "folderId",
+    "presetId",
+    "settings",
+    "sourceUrl",
+];
+
+/// Whether `ct` is an `audio/*` or `video/*` media type without parameters.
+fn is_media_type(ct: &str) -> bool {
+    let Some((top, sub)) = ct.split_once('/') else {
+        return false;
+    };
+    let token = |s: &str| {
+        !s.is_empty()
+            && s.len() <= 127
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$&^_.+-".contains(&b))
+    };
+    (top.eq_ignore_ascii_case("audio") || top.eq_ignore_ascii_case("video")) && token(sub)
+}
+
+/// The filename without its last extension (`talk.final.mp3` -> `talk.final`); the filename
+/// itself when that would leave nothing.
+pub fn default_name(filename: &str) -> String {
+    match filename.rsplit_once('.') {
+        Some((stem, _)) if !stem.trim().is_empty() => stem.to_string(),
+        _ => filename.to_string(),
+    }
+}
+
+fn integer(v: &Value) -> Option<i128> {
+    if let Some(n) = v.as_i64() {
+        return Some(n as i128);
+    }
+    if let Some(n) = v.as_u64() {
+        return Some(n as i128);
+    }
+    v.as_f64()
+        .filter(|f| f.fract() == 0.0 && f.abs() < 1e18)
+        .map(|f| f as i128)
+}
+
+/// Validates a job creation body. Pure: no database, no clock. Every problem is reported at once
+/// with its path; `sourceUrl` in any form answers 501 before anything else is looked at.
+pub fn validate_create_request(body: &[u8]) -> Result<CreateRequest, ApiError> {
+    let value: Value =
+        serde_json::from_slice(body).map_err(|e| ApiError::InvalidJson(e.to_string()))?;
+    let Some(obj) = value.as_object() else {
+        return Err(ApiError::InvalidRequest(vec![FieldError::new(
+            "body",
+            "must be a JSON object",
+        )]));
+    };
+    if obj.contains_key("sourceUrl") {
+        return Err(ApiError::SourceUrlNotSupported);
+    }
+    let mut errs = Vec::new();
+    for key in obj.keys() {
+        if !FIELDS.contains(&key.as_str()) {
+            errs.push(FieldError::new(key.clone(), "unknown field"));
+        }
+    }
+    let chars = |s: &str| s.chars().count();
+    let get = |k: &str| obj.get(k).filter(|v| !v.is_null());
+
+    let filename = match obj.get("filename") {
+        None | Some(Value::Null) => {
+            errs.push(FieldError::new("filename", "is required"));
+            None
+        }
+        Some(Value::String(s)) if s.trim().is_empty() => {
+            errs.push(FieldError::new("filename", "must not be empty"));
+            None
+        }
+        Some(Value::String(s)) if chars(s) > 255 => {
+            errs.push(FieldError::new(
+                "filename",
+                "must be at most 255 characters",
+            ));
+            None
+        }
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => {
+            errs.push(FieldError::new("filename", "must be a string"));
+            None
+        }
+    };
+    let content_type = match obj.get("contentType") {
+        None | Some(Value::Null) => {
+            errs.push(FieldError::new("contentType", "is required"));
+            None
+        }
+        Some(Value::String(s)) if is_media_type(s) => Some(s.clone()),
+        Some(Value::String(_)) => {
+            errs.push(FieldError::new(
+                "contentType",
+                "must be an audio/* or video/* media type, such as audio/mpeg",
+            ));
+            None
+        }
+        Some(_) => {
+            errs.push(FieldError::new("contentType", "must be a string"));
+            None
+        }
+    };
+    let size_bytes = match obj.get("sizeBytes") {
+        None | Some(Value::Null) => {
+            errs.push(FieldError::new("sizeBytes", "is required"));
+            None
+        }
+        Some(v) => match integer(v) {
+            Some(n) if (1..=MAX_SIZE_BYTES as i128).contains(&n) => Some(n as u64),
+            Some(_) => {
+                errs.push(FieldError::new(
+                    "sizeBytes",
+                    "must be from 1 to 5368709120 (5 GiB)",
+                ));
+                None
+            }
+            None => {
+                errs.push(FieldError::new("sizeBytes", "must be an integer"));
+                None
+            }
+        },
+    };
+    let duration_seconds = match obj.get("durationSeconds") {
+        None | Some(Value::Null) => {
+            errs.push(FieldError::new("durationSeconds", "is required"));
+            None
+        }
+        Some(v) => match v.as_f64() {
+            Some(d) if d.is_finite() && d > 0.0 => Some(d),
+            Some(_) => {
+                errs.push(FieldError::new("durationSeconds", "must be greater than 0"));
+                None
+            }
+            None => {
+                errs.push(FieldError::new("durationSeconds", "must be a number"));
+                None
+            }
+        },
+    };
+    let name = match get("name") {
+        None => None,
+        Some(Value::String(s)) if s.trim().is_empty() => {
+            errs.push(FieldError::new("name", "must not be empty"));
+            None
+        }
+        Some(Value::String(s)) if chars(s) > 200 => {
+            errs.push(FieldError::new("name", "must be at most 200 characters"));
+            None
+        }
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => {
+            errs.push(FieldError::new("name", "must be a string"));
+            None
+        }
+    };
+    let mut id_field = |key: &str| match get(key) {
+        None => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => {
+            errs.push(FieldError::new(key, "must be a string"));
+            None
+        }
+    };
+    let folder_id = id_field("folderId");
+    let preset_id = id_field("presetId");
+    let settings = match get("settings") {
+        None => PartialSettings::default(),
+        Some(v) => match PartialSettings::from_json(v, "settings") {
+            Ok(s) => s,
+            Err(list) => {
+                errs.extend(list);
+                PartialSettings::default()
+            }
+        },
+    };
+    match (filename, content_type, size_bytes, duration_seconds) {
+        (Some(filename), Some(content_type), Some(size_bytes), Some(duration_seconds))
+            if errs.is_empty() =>
+        {
+            Ok(CreateRequest {
+                name: name.unwrap_or_else(|| default_name(&filename)),
+                filename,
+                content_type,
+                size_bytes,
+                duration_seconds,
+                folder_id,
+                preset_id,
+                settings,
+            })
+        }
+        _ => Err(ApiError::InvalidRequest(errs)),
+    }
+}
+
+/// The HMAC-SHA256 signature of an upload URL: over the method, job id, expiry (Unix seconds),
+/// content type and length, as lowercase hex.
+pub fn upload_signature(
+    secret: &[u8],
+    job_id: &str,
+    expires: i64,
+    content_type: &str,
+    size: u64,
+) -> String {
+    use hmac::Mac;
+    let mac = signature_mac(secret, job_id, expires, content_type, size);
+    crate::util::hex(&mac.finalize().into_bytes())
+}
+
+/// The MAC state of an upload signature, for constant-time verification.
+pub fn signature_mac(
+    secret: &[u8],
+    job_id: &str,
+    expires: i64,
+    content_type: &str,
+    size: u64,
+) -> hmac::Hmac<sha2::Sha256> {
+    use hmac::Mac;
+    // new_from_slice accepts keys of any length for HMAC, so this cannot fail.
+    let mut mac = <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(secret)
+        .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
+    mac.update(format!("PUT\n{job_id}\n{expires}\n{content_type}\n{size}").as_bytes());
+    mac
+}
+
+/// The job as stored, as the handlers need it.
+#[derive(Debug, Clone)]
+pub struct JobRow {
+    pub id: String,
+    pub org_id: String,
+    pub name: String,
+    pub filename: String,
+    pub content_type: String,
+    pub size_bytes: i64,
+    pub declared_seconds: f64,
+    pub measured_seconds: Option<f64>,
+    pub price_cents_per_minute: i64,
+    pub settings: String,
+    pub status: String,
+    pub error: Option<String>,
+    pub language: String,
+    pub frame_num: Option<u32>,
+    pub frame_den: Option<u32>,
+    pub upload_expires_at: i64,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// A transcript's listing (no words).
+#[derive(Debug, Clone)]
+pub struct TranscriptRow {
+    pub id: String,
+    pub language: String,
+    pub kind: String,
+    pub label: Option<String>,
+    pub status: String,
+}
+
+impl TranscriptRow {
+    /// The contract's Transcript object.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "id": self.id,
+            "language": self.language,
+            "kind": self.kind,
+            "label": self.label,
+            "status": self.status,
+        })
+    }
+}
+
+const JOB_COLUMNS: &str = "id, org_id, name, filename, content_type, size_bytes, declared_seconds,
+    measured_seconds, price_cents_per_minute, settings, status, error, language, frame_num,
+    frame_den, upload_expires_at, created_at, updated_at";
+
+fn job_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<JobRow> {
+    Ok(JobRow {
+        id: r.get(0)?,
+        org_id: r.get(1)?,
+        name: r.get(2)?,
+        filename: r.get(3)?,
+        content_type: r.get(4)?,
+        size_bytes: r.get(5)?,
+        declared_seconds: r.get(6)?,
+        measured_seconds: r.get(7)?,
+        price_cents_per_minute: r.get(8)?,
+        settings: r.get(9)?,
+        status: r.get(10)?,
+        error: r.get(11)?,
+        language: r.get(12)?,
+        frame_num: r.get(13)?,
+        frame_den: r.get(14)?,
+        upload_expires_at: r.get(15)?,
+        created_at: r.get(16)?,
+        updated_at: r.get(17)?,
+    })
+}
+
+/// Loads a job by id, whatever its organisation.
+pub fn load_job(c: &Connection, id: &str) -> rusqlite::Result<Option<JobRow>> {
+    c.prepare_cached(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?1"))?
+        .query_row([id], job_from_row)
+        .optional()
+}
+
+/// Loads a job of `org_id`: another organisation's job is `job_not_found`.
+pub fn load_org_job(c: &Connection, org_id: &str, id: &str) -> Result<JobRow, ApiError> {
+    match load_job(c, id)? {
+        Some(job) if job.org_id == org_id => Ok(job),
+        _ => Err(ApiError::JobNotFound),
+    }
+}
+
+/// The job's transcripts: the original first, then the others oldest first.
+pub fn load_transcripts(c: &Connection, job_id: &str) -> rusqlite::Result<Vec<TranscriptRow>> {
+    let mut stmt = c.prepare_cached(
+        "SELECT id, language, kind, label, status FROM transcripts WHERE job_id = ?1
+         ORDER BY kind != 'original', seq",
+    )?;
+    let rows = stmt.query_map([job_id], |r| {
+        Ok(TranscriptRow {
+            id: r.get(0)?,
+            language: r.get(1)?,
+            kind: r.get(2)?,
+            label: r.get(3)?,
+            status: r.get(4)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// The links of a job.
+pub fn links(app: &App, id: &str) -> Value {
+    let base = app.api_base();
+    json!({
+        "self": format!("{base}/jobs/{id}"),
+        "transcript": format!("{base}/jobs/{id}/transcript"),
+        "subtitles": format!("{base}/jobs/{id}/subtitles?format=srt"),
+        "editor": editor_url(app, id),
+    })
+}
+
+/// Where a team member reviews the job.
+pub fn editor_url(app: &App, id: &str) -> String {
+    format!("{}/editor/{id}", app.config.public_url)
+}
+
+/// The contract's Job object.
+pub fn job_json(app: &App, job: &JobRow, transcripts: &[TranscriptRow]) -> Value {
+    let mut m = Map::new();
+    m.insert("id".into(), json!(job.id));
+    m.insert("name".into(), json!(job.name));
+    m.insert("status".into(), json!(job.status));
+    m.insert("error".into(), json!(job.error));
+    m.insert("createdAt".into(), json!(rfc3339(job.created_at)));
+    m.insert("updatedAt".into(), json!(rfc3339(job.updated_at)));
+    m.insert(
+        "media".into(),
+        json!({
+            "filename": job.filename,
+            "contentType": job.content_type,
+            "sizeBytes": job.size_bytes,
+            "durationSeconds": job.measured_seconds.unwrap_or(job.declared_seconds),
+        }),
+    );
+    m.insert("language".into(), json!(job.language));
+    m.insert(
+        "transcripts".into(),
+        Value::Array(transcripts.iter().map(TranscriptRow::to_json).collect()),
+    );
+    m.insert("editorUrl".into(), json!(editor_url(app, &job.id)));
+    m.insert("links".into(), links(app, &job.id));
+    Value::Object(m)
+}
+
+/// GET /jobs/{jobId}.
+pub async fn get(app: Arc<App>, caller: Caller, id: String) -> Result<Response<Body>, ApiError> {
+    if !is_id(&id) {
+        return Err(ApiError::InvalidJobId);
+    }
+    let (job, transcripts) = app
+        .db(move |store| {
+            store.with(|c| {
+                let job = load_org_job(c, &caller.org_id, &id)?;
+                let t = load_transcripts(c, &id)?;
+                Ok((job, t))
+            })
+        })
+        .await?;
+    Ok(json_response(200, &job_json(&app, &job, &transcripts)))
+}
+
+/// What the main-database checks of a creation decided.
+struct Prepared {
+    settings: PartialSettings,
+    owner: String,
+}
+
+/// The organisation's plan limits.
+fn plan_check(c: &Connection, org_id: &str, req: &CreateRequest) -> Result<(), ApiError> {
+    let (max_bytes, max_seconds): (i64, f64) = c.query_row(
+        "SELECT max_bytes, max_seconds FROM orgs WHERE id = ?1",
+        [org_id],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    if req.size_bytes as i64 > max_bytes {
+        return Err(ApiError::PlanLimitExceeded {
+            details: json!({
+                "limit": "maxBytes",
+                "allowed": max_bytes,
+                "requested": req.size_bytes,
+                "exceededBy": req.size_bytes as i64 - max_bytes,
+            }),
+        });
+    }
+    if req.duration_seconds > max_seconds {
+        return Err(ApiError::PlanLimitExceeded {
+            details: json!({
+                "limit": "maxSeconds",
+                "allowed": max_seconds,
+                "requested": req.duration_seconds,
+                "exceededBy": req.duration_seconds - max_seconds,
+            }),
+        });
+    }
+    Ok(())
+}
+
+/// The platform's monthly quota: declared bytes of this month's jobs that were uploaded or still
+/// may be (their URL has not expired), plus this request.
+fn quota_check(c: &Connection, req: &CreateRequest, now: i64) -> Result<(), ApiError> {
+    let quota: Option<i64> = c
+        .query_row(
+            "SELECT value FROM platform WHERE key = 'monthly_bytes'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    let Some(quota) = quota else {
+        return Ok(());
+    };
+    let used: i64 = c.query_row(
+        "SELECT COALESCE(SUM(size_bytes), 0) FROM jobs
+         WHERE created_at >= ?1 AND (status != 'uploading' OR upload_expires_at > ?2)",
+        params![crate::util::month_start_ms(now), now],
+        |r| r.get(0),
+    )?;
+    if used.saturating_add(req.size_bytes as i64) > quota {
+        return Err(ApiError::PlatformQuotaReached);
+    }
+    Ok(())
+}
+
+/// The job's owner: the key's creator while an active member, else the longest-standing active
+/// owner of the organisation.
+fn owner_of(c: &Connection, caller: &Caller) -> Result<String, ApiError> {
+    let creator: Option<String> = c
+        .query_row(
+            "SELECT id FROM members WHERE id = ?1 AND org_id = ?2 AND left_at IS NULL",
+            [&caller.member_id, &caller.org_id],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if let Some(id) = creator {
+        return Ok(id);
+    }
+    let owner: Option<String> = c
+        .query_row(
+            "SELECT id FROM members WHERE org_id = ?1 AND role = 'owner' AND left_at IS NULL
+             ORDER BY joined_at, id LIMIT 1",
+            [&caller.org_id],
+            |r| r.get(0),
+        )
+        .optional()?;
+    owner.ok_or(ApiError::NoActiveOwner)
+}
+
+fn prepare(
+    c: &Connection,
+    caller: &Caller,
+    req: &CreateRequest,
+    now: i64,
+) -> Result<Prepared, ApiError> {
+    if let Some(folder) = &req.folder_id {
+        let found: Option<String> = c
+            .query_row(
+                "SELECT id FROM folders WHERE id = ?1 AND org_id = ?2",
+                [folder, &caller.org_id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if found.is_none() {
+            return Err(ApiError::FolderNotFound);
+        }
+    }
+    let preset = match &req.preset_id {
+        None => PartialSettings::default(),
+        Some(preset) => {
+            let stored: Option<String> = c
+                .query_row(
+                    "SELECT settings FROM presets WHERE id = ?1 AND org_id = ?2",
+                    [preset, &caller.org_id],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            let stored = stored.ok_or(ApiError::PresetNotFound)?;
+            let value: Value = serde_json::from_str(&stored)
+                .map_err(|e| ApiError::Internal(format!("preset {preset}: {e}")))?;
+            PartialSettings::from_json(&value, "settings").map_err(|_| {
+                ApiError::Internal(format!("preset {preset} holds invalid settings"))
+            })?
+        }
+    };
+    let settings = req.settings.over(&preset);
+    let combined = settings.check_combined("settings");
+    if !combined.is_empty() {
+        return Err(ApiError::InvalidRequest(combined));
+    }
+    let owner = owner_of(c, caller)?;
+    plan_check(c, &caller.org_id, req)?;
+    quota_check(c, req, now)?;
+    Ok(Prepared { settings, owner })
+}
+
+/// POST /jobs.
+pub async fn create(
+    app: Arc<App>,
+    caller: Caller,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, ApiError> {
+    let body: Bytes = match Limited::new(req.into_body(), MAX_BODY_BYTES)
+        .collect()
+        .await
+    {
+        Ok(b) => b.to_bytes(),
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            return Err(ApiError::BodyTooLarge)
+        }
+        Err(e) => {
+            return Err(ApiError::InvalidJson(format!(
+                "could not read the body: {e}"
+            )))
+        }
+    };
+    let request = validate_create_request(&body)?;
+    let price = app.config.price_cents_per_minute;
+    let secret = app.secret.clone();
+    let (job, url, expires_at) = app
+        .db(move |store| {
+            let now = now_ms();
+            let prepared = store.with(|c| prepare(c, &caller, &request, now))?;
+            let required = crate::billing::required_cents(request.duration_seconds, price);
+            let available = store
+                .with_billing(|c| crate::billing::balance(c, &caller.org_id))
+                .map_err(|e| {
+                    tracing::warn!("billing unavailable: {e}");
+                    ApiError::BillingUnavailable
+                })?;
+            if available < required {
+                return Err(ApiError::InsufficientCredits {
+                    required_cents: required,
+                    available_cents: available,
+                });
+            }
+            let id = new_id().map_err(|e| ApiError::Internal(format!("random: {e}")))?;
+            let expires_at = now + UPLOAD_LIFETIME_MS;
+            let language = prepared.settings.resolve().language;
+            store.with(|c| {
+                c.execute(
+                    "INSERT INTO jobs (id, org_id, owner_member_id, api_key_id, folder_id, preset_id,
+                        name, filename, content_type, size_bytes, declared_seconds,
+                        price_cents_per_minute, settings, status, language, upload_expires_at,
+                        created_at, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 'uploading',
+                        ?14, ?15, ?16, ?16)",
+                    params![
+                        id,
+                        caller.org_id,
+                        prepared.owner,
+                        caller.key_id,
+                        request.folder_id,
+                        request.preset_id,
+                        request.name,
+                        request.filename,
+                        request.content_type,
+                        request.size_bytes as i64,
+                        request.duration_seconds,
+                        price,
+                        prepared.settings.to_json().to_string(),
+                        language,
+                        expires_at,
+                        now,
+                    ],
+                )?;
+                Ok::<_, ApiError>(())
+            })?;
+            let job = store.with(|c| load_org_job(c, &caller.org_id, &id))?;
+            let expires = expires_at.div_euclid(1000);
+            let sig = upload_signature(&secret, &id, expires, &job.content_type, job.size_bytes as u64);
+            Ok((job, (expires, sig), expires_at))
+        })
+        .await?;
+    let (expires, sig) = url;
+    let upload_url = format!(
+        "{}/upload/{}?expires={expires}&signature={sig}",
+        app.config.public_url, job.id
+    );
+    let body = json!({
+        "id": job.id,
+        "status": "uploading",
+        "name": job.name,
+        "editorUrl": editor_url(&app, &job.id),
+        "upload": {
+            "method": "PUT",
+            "url": upload_url,
+            "headers": {
+                "Content-Type": job.content_type,
+                "Content-Length": job.size_bytes.to_string(),
+            },
+            "expiresAt": rfc3339(expires_at.div_euclid(1000) * 1000),
+        },
+        "links": links(&app, &job.id),
+    });
+    Ok(json_response(201, &body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(body: &str) -> Vec<String> {
+        match validate_create_request(body.as_bytes()) {
+            Err(ApiError::InvalidRequest(f)) => f.into_iter().map(|e| e.field).collect(),
+            other => panic!("expected invalid_request, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_minimal_request_is_valid_and_named_after_the_file() {
+        let r = validate_create_request(
+            br#"{"filename":"talk.final.mp3","contentType":"audio/mpeg","sizeBytes":10,"durationSeconds":1.5}"#,
+        );
+        let r = r.expect("valid");
+        assert_eq!(r.name, "talk.final");
+        assert_eq!(r.size_bytes, 10);
+    }
+
+    #[test]
+    fn every_problem_is_named_with_its_path() {
+        let mut f = fields(
+            r#"{"filename":"","contentType":"text/plain","sizeBytes":0,"durationSeconds":0,
+                "name":5,"extra":1,"settings":{"maxCharsPerLine":5,"bogus":true,
+                "forbiddenCharacters":[{"chars":""}]}}"#,
+        );
+        f.sort();
+        assert_eq!(
+            f,
+            [
+                "contentType",
+                "durationSeconds",
+                "extra",
+                "filename",
+                "name",
+                "settings.bogus",
+                "settings.forbiddenCharacters[0].chars",
+                "settings.forbiddenCharacters[0].replacement",
+                "settings.maxCharsPerLine",
+                "sizeBytes"
+            ]
+        );
+        assert_eq!(
+            fields("{}"),
+            ["filename", "contentType", "sizeBytes", "durationSeconds"]
+        );
+    }
+
+    #[test]
+    fn json_errors_and_source_url_come_first() {
+        assert_eq!(
+            validate_create_request(b"{")
+                .map(|_| ())
+                .map_err(|e| e.code()),
+            Err("invalid_json")
+        );
+        assert_eq!(
+            validate_create_request(br#"{"sourceUrl":"http://x","bad":1}"#)
+                .map(|_| ())
+                .map_err(|e| e.code()),
+            Err("source_url_not_supported")
+        );
+        assert_eq!(fields("[1]"), ["body"]);
+    }
+
+    #[test]
+    fn size_limits_are_inclusive() {
+        let req = |size: &str| {
+            format!(
+                r#"{{"filename":"a.wav","contentType":"audio/wav","sizeBytes":{size},"durationSeconds":1}}"#
+            )
+        };
+        assert!(validate_create_request(req("5368709120").as_bytes()).is_ok());
+        assert_eq!(fields(&req("5368709121")), ["sizeBytes"]);
+        assert_eq!(fields(&req("1.5")), ["sizeBytes"]);
+    }
+
+    #[test]
+    fn signatures_change_with_every_signed_part() {
+        let base = upload_signature(b"k", "a", 1, "audio/wav", 5);
+        assert_ne!(base, upload_signature(b"k", "b", 1, "audio/wav", 5));
+        assert_ne!(base, upload_signature(b"k", "a", 2, "audio/wav", 5));
+        assert_ne!(base, upload_signature(b"k", "a", 1, "audio/mpeg", 5));
+        assert_ne!(base, upload_signature(b"k", "a", 1, "audio/wav", 6));
+        assert_ne!(base, upload_signature(b"j", "a", 1, "audio/wav", 5));
+        assert_eq!(base.len(), 64);
+    }
+}

@@ -1,0 +1,385 @@
+//! The HTTP server: routing, authentication, the rate limit, response hygiene and graceful
+//! shutdown. Handlers live in one module per resource (`jobs`, `uploads`, `results`).
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, ALLOW, CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{HeaderMap, Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use rusqlite::OptionalExtension;
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::db::Store;
+use crate::error::ApiError;
+use crate::pipeline::Queue;
+use crate::ratelimit::RateLimiter;
+use crate::util::{is_api_key_shape, sha256};
+
+/// The response body type of every handler.
+pub type Body = Full<Bytes>;
+
+/// The server's settings.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The data directory: databases, media, the signing secret.
+    pub data_dir: PathBuf,
+    /// The address clients reach the server at, without a trailing slash; the API is at
+    /// `{public_url}/v1` and uploads at `{public_url}/upload/{jobId}`.
+    pub public_url: String,
+    /// Price of a minute of media, cents.
+    pub price_cents_per_minute: i64,
+}
+
+/// Shared state of the running server.
+pub struct App {
+    /// Settings.
+    pub config: Config,
+    /// The databases.
+    pub store: Arc<Store>,
+    /// The HMAC key of upload URLs.
+    pub secret: Vec<u8>,
+    /// Requests per rolling minute per key.
+    pub limiter: RateLimiter,
+    /// The work queue the workers wait on.
+    pub queue: Arc<Queue>,
+}
+
+impl App {
+    /// Runs blocking database work off the async workers.
+    pub async fn db<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Store) -> Result<T, ApiError> + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || f(&store))
+            .await
+            .map_err(|e| ApiError::Internal(format!("blocking task: {e}")))?
+    }
+
+    /// `{public_url}/v1`.
+    pub fn api_base(&self) -> String {
+        format!("{}/v1", self.config.public_url)
+    }
+}
+
+/// The API's routes under `/v1`, as (method, path template). The router, the `Allow` header and
+/// the OpenAPI check all read this one table.
+pub const ROUTES: &[(&str, &str)] = &[
+    ("POST", "/jobs"),
+    ("GET", "/jobs/{jobId}"),
+    ("GET", "/jobs/{jobId}/transcript"),
+    ("GET", "/jobs/{jobId}/subtitles"),
+    ("GET", "/openapi.json"),
+];
+
+/// The presigned upload route, outside `/v1` because it is not an API path.
+pub const UPLOAD_ROUTE: (&str, &str) = ("PUT", "/upload/{jobId}");
+
+/// Routes that are answered without an API key.
+const PUBLIC_ROUTES: &[&str] = &["/openapi.json"];
+
+/// Whether `path` matches `template` (`{x}` matches one non-empty segment); the captured segment.
+fn match_template<'a>(template: &str, path: &'a str) -> Option<Option<&'a str>> {
+    let mut t = template.split('/');
+    let mut p = path.split('/');
+    let mut captured = None;
+    loop {
+        match (t.next(), p.next()) {
+            (None, None) => return Some(captured),
+            (Some(ts), Some(ps)) => {
+                if ts.starts_with('{') && ts.ends_with('}') {
+                    if ps.is_empty() {
+                        return None;
+                    }
+                    captured = Some(ps);
+                } else if ts != ps {
+                    return None;
+                }
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// A matched route: its template and the captured job id, if any.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Matched<'a> {
+    /// The route template, as in [`ROUTES`].
+    pub template: &'static str,
+    /// The `{jobId}` segment.
+    pub id: Option<&'a str>,
+    /// Whether the route is the upload route.
+    pub upload: bool,
+}
+
+/// Finds the route for `method` and `path`: `not_found` when no template matches the path,
+/// `method_not_allowed` (with the allowed methods) when one does for another method.
+pub fn route<'a>(method: &str, path: &'a str) -> Result<Matched<'a>, ApiError> {
+    let (table, rest, upload): (&[(&str, &'static str)], &str, bool) =
+        if let Some(rest) = path.strip_prefix("/v1") {
+            (ROUTES, rest, false)
+        } else {
+            (std::slice::from_ref(&UPLOAD_ROUTE), path, true)
+        };
+    let mut allowed = Vec::new();
+    for &(m, template) in table {
+        if let Some(id) = match_template(template, rest) {
+            if m == method {
+                return Ok(Matched {
+                    template,
+                    id,
+                    upload,
+                });
+            }
+            allowed.push(m);
+        }
+    }
+    if allowed.is_empty() {
+        Err(ApiError::NotFound)
+    } else {
+        Err(ApiError::MethodNotAllowed {
+            allow: allowed.join(", "),
+        })
+    }
+}
+
+/// A JSON response with `status`.
+pub fn json_response(status: u16, value: &Value) -> Response<Body> {
+    let body = serde_json::to_vec(value).unwrap_or_default();
+    let mut resp = Response::new(Full::new(Bytes::from(body)));
+    *resp.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+    resp.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("application/json; charset=utf-8"),
+    );
+    resp
+}
+
+/// The JSON error response of `e`, with `Retry-After` or `Allow` where the code calls for them.
+pub fn error_response(e: &ApiError) -> Response<Body> {
+    if let ApiError::Internal(why) = e {
+        tracing::error!("internal error: {why}");
+    }
+    let mut resp = json_response(e.status(), &e.body());
+    match e {
+        ApiError::RateLimited { retry_after } => {
+            resp.headers_mut()
+                .insert(RETRY_AFTER, HeaderValue::from(*retry_after));
+        }
+        ApiError::MethodNotAllowed { allow } => {
+            if let Ok(v) = HeaderValue::from_str(allow) {
+                resp.headers_mut().insert(ALLOW, v);
+            }
+        }
+        _ => {}
+    }
+    resp
+}
+
+/// Who is calling: the key and its organisation.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// The API key's id.
+    pub key_id: String,
+    /// The key's organisation.
+    pub org_id: String,
+    /// The member who created the key.
+    pub member_id: String,
+}
+
+/// Reads the bearer key of `headers` and finds it: the three 401 codes.
+async fn authenticate(app: &App, headers: &HeaderMap) -> Result<Caller, ApiError> {
+    let Some(value) = headers.get(hyper::header::AUTHORIZATION) else {
+        return Err(ApiError::MissingApiKey);
+    };
+    let value = value
+        .to_str()
+        .map_err(|_| ApiError::MalformedApiKey)?
+        .trim();
+    if value.is_empty() {
+        return Err(ApiError::MissingApiKey);
+    }
+    let (scheme, key) = value.split_once(' ').ok_or(ApiError::MalformedApiKey)?;
+    let key = key.trim();
+    if !scheme.eq_ignore_ascii_case("bearer") || !is_api_key_shape(key) {
+        return Err(ApiError::MalformedApiKey);
+    }
+    let hash = sha256(key.as_bytes());
+    app.db(move |store| {
+        store.with(|c| {
+            let row: Option<(String, String, String, Option<i64>)> = c
+                .prepare_cached(
+                    "SELECT id, org_id, member_id, revoked_at FROM api_keys WHERE key_hash = ?1",
+                )?
+                .query_row([hash], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+                .optional()?;
+            match row {
+                Some((key_id, org_id, member_id, None)) => Ok(Caller {
+                    key_id,
+                    org_id,
+                    member_id,
+                }),
+                _ => Err(ApiError::InvalidApiKey),
+            }
+        })
+    })
+    .await
+}
+
+async fn dispatch(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let query = req.uri().query().unwrap_or("").to_string();
+    let matched = route(method.as_str(), &path)?;
+    let id = matched.id.map(str::to_string);
+    if matched.upload {
+        return crate::uploads::put(app, req, id.unwrap_or_default(), &query).await;
+    }
+    if PUBLIC_ROUTES.contains(&matched.template) {
+        return Ok(openapi_response());
+    }
+    let caller = authenticate(&app, req.headers()).await?;
+    app.limiter
+        .check(&caller.key_id)
+        .map_err(|retry_after| ApiError::RateLimited { retry_after })?;
+    match (method, matched.template) {
+        (Method::POST, "/jobs") => crate::jobs::create(app, caller, req).await,
+        (Method::GET, "/jobs/{jobId}") => {
+            crate::jobs::get(app, caller, id.unwrap_or_default()).await
+        }
+        (Method::GET, "/jobs/{jobId}/transcript") => {
+            crate::results::transcript(app, caller, id.unwrap_or_default(), &query, req.headers())
+                .await
+        }
+        (Method::GET, "/jobs/{jobId}/subtitles") => {
+            crate::results::subtitles(app, caller, id.unwrap_or_default(), &query).await
+        }
+        _ => Err(ApiError::NotFound),
+    }
+}
+
+/// The OpenAPI document, served as written.
+fn openapi_response() -> Response<Body> {
+    let mut resp = Response::new(Full::new(Bytes::from_static(OPENAPI.as_bytes())));
+    resp.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("application/json; charset=utf-8"),
+    );
+    resp
+}
+
+/// The contract as OpenAPI 3.1.
+pub const OPENAPI: &str = include_str!("../openapi.json");
+
+/// Answers one request: every response, error or not, carries `Cache-Control: no-store`.
+pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let mut resp = match dispatch(app, req).await {
+        Ok(r) => r,
+        Err(e) => error_response(&e),
+    };
+    resp.headers_mut()
+        .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    tracing::debug!(%method, %path, status = resp.status().as_u16(), "request");
+    Ok(resp)
+}
+
+/// Serves `listener` until `shutdown` completes, then lets open connections finish (up to 10 s).
+pub async fn run(listener: TcpListener, app: Arc<App>, shutdown: impl Future<Output = ()>) {
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut conns = JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        let accepted = tokio::select! {
+            _ = &mut shutdown => break,
+            a = listener.accept() => a,
+        };
+        while conns.try_join_next().is_some() {}
+        let (stream, _) = match accepted {
+            Ok(a) => a,
+            Err(e) => {
+                // Out of file descriptors and the like: wait a little rather than spin.
+                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let app = app.clone();
+        let mut stop = stop_rx.clone();
+        conns.spawn(async move {
+            let svc = service_fn(move |req| handle(app.clone(), req));
+            let conn = http1::Builder::new()
+                .max_buf_size(1 << 20)
+                .serve_connection(TokioIo::new(stream), svc);
+            tokio::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                _ = stop.changed() => {
+                    conn.as_mut().graceful_shutdown();
+                    let _ = conn.await;
+                }
+            }
+        });
+    }
+    let _ = stop_tx.send(true);
+    let drain = async { while conns.join_next().await.is_some() {} };
+    if tokio::time::timeout(Duration::from_secs(10), drain)
+        .await
+        .is_err()
+    {
+        tracing::warn!("connections still open after 10 s; closing them");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_capture_the_job_id_and_tell_404_from_405() {
+        let m = route("GET", "/v1/jobs/abc/transcript");
+        assert_eq!(
+            m.ok(),
+            Some(Matched {
+                template: "/jobs/{jobId}/transcript",
+                id: Some("abc"),
+                upload: false
+            })
+        );
+        assert_eq!(route("GET", "/v1/nothing").err(), Some(ApiError::NotFound));
+        assert_eq!(route("GET", "/v1/jobs/").err(), Some(ApiError::NotFound));
+        assert_eq!(
+            route("DELETE", "/v1/jobs/abc").err(),
+            Some(ApiError::MethodNotAllowed {
+                allow: "GET".into()
+            })
+        );
+        assert_eq!(
+            route("GET", "/v1/jobs").err(),
+            Some(ApiError::MethodNotAllowed {
+                allow: "POST".into()
+            })
+        );
+        assert!(route("PUT", "/upload/abc").is_ok_and(|m| m.upload));
+        assert_eq!(
+            route("POST", "/upload/abc").err(),
+            Some(ApiError::MethodNotAllowed {
+                allow: "PUT".into()
+            })
+        );
+    }
+}

@@ -1,0 +1,229 @@
+//! The presigned upload: `PUT {public-url}/upload/{jobId}?expires=...&signature=...`.
+//!
+//! Checks, in order: job id shape (400 `invalid_job_id`), expires and signature present and the job
+//! exists (403 `invalid_signature` / 404 `job_not_found`), signature over method, job id, expiry,
+//! content type and length compared in constant time (403 `invalid_signature`), expiry (410
+//! `upload_expired`), job still `uploading` (409 `already_uploaded`), Content-Type equal to the
+//! declared one (415 `content_type_mismatch`), Content-Length equal to the declared size (400
+//! `length_mismatch`). The body then streams to a temporary file under DIR/media/tmp, counted as
+//! it arrives and refused (400 `length_mismatch`) the moment it exceeds the declared size or
+//! when it ends short. A refused upload leaves the job in `uploading`, so the same URL can be
+//! retried until it expires. A complete body is renamed into place, the credits are charged (one
+//! ledger row, 503 `billing_unavailable` if the ledger cannot be written) and the job moves to
+//! `transcribing` and into the work queue.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE};
+use hyper::{Request, Response};
+use tokio::io::AsyncWriteExt;
+
+use crate::error::ApiError;
+use crate::jobs::{job_json, load_job, load_transcripts, signature_mac, JobRow};
+use crate::server::{json_response, App, Body};
+use crate::util::{hex, is_id, now_ms, parse_query, random_bytes};
+
+/// Where a job's media lives once uploaded.
+pub fn media_path(data_dir: &Path, job_id: &str) -> PathBuf {
+    data_dir.join("media").join(job_id)
+}
+
+fn decode_hex(s: &str) -> Option<Vec<u8>> {
+    if s.len() % 2 != 0 {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// Whether two content types name the same type (case and surrounding blanks ignored).
+fn same_type(a: &str, b: &str) -> bool {
+    a.trim().eq_ignore_ascii_case(b.trim())
+}
+
+/// Moves a job whose media is in place to `transcribing`: charge (idempotent), then the
+/// transition and its queue row in one transaction. Returns false when the job was no longer
+/// uploading.
+pub fn complete_upload(store: &crate::db::Store, job: &JobRow) -> Result<bool, ApiError> {
+    let cents = crate::billing::required_cents(job.declared_seconds, job.price_cents_per_minute);
+    store
+        .with_billing(|c| crate::billing::charge(c, &job.org_id, &job.id, cents))
+        .map_err(|e| {
+            tracing::warn!("billing unavailable while charging {}: {e}", job.id);
+            ApiError::BillingUnavailable
+        })?;
+    store.with(|c| {
+        let tx = c.transaction()?;
+        let now = now_ms();
+        let n = tx.execute(
+            "UPDATE jobs SET status = 'transcribing', uploaded_at = ?1, updated_at = ?1
+             WHERE id = ?2 AND status = 'uploading'",
+            rusqlite::params![now, job.id],
+        )?;
+        if n == 1 {
+            tx.execute(
+                "INSERT OR IGNORE INTO queue (job_id, task, enqueued_at) VALUES (?1, 'job', ?2)",
+                rusqlite::params![job.id, now],
+            )?;
+        }
+        tx.commit()?;
+        Ok(n == 1)
+    })
+}
+
+/// PUT /upload/{jobId}.
+pub async fn put(
+    app: Arc<App>,
+    req: Request<Incoming>,
+    id: String,
+    query: &str,
+) -> Result<Response<Body>, ApiError> {
+    if !is_id(&id) {
+        return Err(ApiError::InvalidJobId);
+    }
+    let mut expires = None;
+    let mut signature = None;
+    for (k, v) in parse_query(query) {
+        match k.as_str() {
+            "expires" if expires.is_none() => expires = Some(v),
+            "signature" if signature.is_none() => signature = Some(v),
+            _ => {}
+        }
+    }
+    let lookup = id.clone();
+    let job = app
+        .db(move |store| store.with(|c| Ok(load_job(c, &lookup)?)))
+        .await?
+        .ok_or(ApiError::JobNotFound)?;
+    let expires: i64 = expires
+        .and_then(|e| e.parse().ok())
+        .ok_or(ApiError::InvalidSignature)?;
+    let signature = signature
+        .and_then(|s| decode_hex(&s))
+        .ok_or(ApiError::InvalidSignature)?;
+    {
+        use hmac::Mac;
+        signature_mac(
+            &app.secret,
+            &job.id,
+            expires,
+            &job.content_type,
+            job.size_bytes as u64,
+        )
+        .verify_slice(&signature)
+        .map_err(|_| ApiError::InvalidSignature)?;
+    }
+    if now_ms() > expires.saturating_mul(1000) {
+        return Err(ApiError::UploadExpired);
+    }
+    if job.status != "uploading" {
+        return Err(ApiError::AlreadyUploaded);
+    }
+    let sent_type = req
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if !same_type(sent_type, &job.content_type) {
+        return Err(ApiError::ContentTypeMismatch {
+            expected: job.content_type.clone(),
+        });
+    }
+    let expected = job.size_bytes as u64;
+    if let Some(len) = req.headers().get(CONTENT_LENGTH) {
+        let len: Option<u64> = len.to_str().ok().and_then(|s| s.trim().parse().ok());
+        if len != Some(expected) {
+            return Err(ApiError::LengthMismatch { expected });
+        }
+    }
+
+    let tmp_dir = app.config.data_dir.join("media").join("tmp");
+    let suffix = random_bytes::<6>().map_err(|e| ApiError::Internal(format!("random: {e}")))?;
+    let tmp = tmp_dir.join(format!("{}.{}.part", job.id, hex(&suffix)));
+    let result = stream_to(req.into_body(), &tmp, expected).await;
+    if let Err(e) = result {
+        let _ = tokio::fs::remove_file(&tmp).await;
+        return Err(e);
+    }
+    let dest = media_path(&app.config.data_dir, &job.id);
+    if let Err(e) = tokio::fs::rename(&tmp, &dest).await {
+        let _ = tokio::fs::remove_file(&tmp).await;
+        return Err(ApiError::Internal(format!(
+            "moving the upload into place: {e}"
+        )));
+    }
+    let job_for_db = job.clone();
+    let done = app
+        .db(move |store| {
+            let moved = complete_upload(store, &job_for_db);
+            if let Err(ApiError::BillingUnavailable) = moved {
+                // Not charged, so not accepted: the client retries the same URL later.
+                let _ = std::fs::remove_file(media_path(&store_data_dir(store), &job_for_db.id));
+            }
+            let moved = moved?;
+            let job = store
+                .with(|c| Ok::<_, ApiError>(load_job(c, &job_for_db.id)?))?
+                .ok_or(ApiError::JobNotFound)?;
+            let transcripts = store.with(|c| Ok::<_, ApiError>(load_transcripts(c, &job.id)?))?;
+            Ok((moved, job, transcripts))
+        })
+        .await?;
+    let (moved, job, transcripts) = done;
+    if !moved {
+        return Err(ApiError::AlreadyUploaded);
+    }
+    app.queue.notify();
+    tracing::info!(job = %job.id, bytes = expected, "upload complete");
+    Ok(json_response(200, &job_json(&app, &job, &transcripts)))
+}
+
+fn store_data_dir(store: &crate::db::Store) -> PathBuf {
+    store.data_dir().to_path_buf()
+}
+
+/// Streams `body` into a new file at `path`, refusing it the moment it holds more than `expected`
+/// bytes, or when it ends with fewer.
+async fn stream_to(mut body: Incoming, path: &Path, expected: u64) -> Result<(), ApiError> {
+    if let Some(dir) = path.parent() {
+        tokio::fs::create_dir_all(dir)
+            .await
+            .map_err(|e| ApiError::Internal(format!("creating {}: {e}", dir.display())))?;
+    }
+    let file = tokio::fs::File::create(path)
+        .await
+        .map_err(|e| ApiError::Internal(format!("creating the upload file: {e}")))?;
+    let mut out = tokio::io::BufWriter::with_capacity(1 << 20, file);
+    let mut received: u64 = 0;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| {
+            tracing::info!("upload interrupted: {e}");
+            ApiError::LengthMismatch { expected }
+        })?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        received += data.len() as u64;
+        if received > expected {
+            return Err(ApiError::LengthMismatch { expected });
+        }
+        out.write_all(&data)
+            .await
+            .map_err(|e| ApiError::Internal(format!("writing the upload: {e}")))?;
+    }
+    if received != expected {
+        return Err(ApiError::LengthMismatch { expected });
+    }
+    out.flush()
+        .await
+        .map_err(|e| ApiError::Internal(format!("writing the upload: {e}")))?;
+    out.into_inner()
+        .sync_all()
+        .await
+        .map_err(|e| ApiError::Internal(format!("syncing the upload: {e}")))?;
+    Ok(())
+}
