@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod ass;
+mod common;
 mod error;
 mod iso6937;
 pub mod srt;
@@ -18,6 +19,7 @@ use std::io::Write;
 
 use cuecraft_engine::{Cue, FrameRate, Millis};
 
+pub use common::Limits;
 pub use error::{ParseError, WriteError};
 
 /// The five subtitle formats.

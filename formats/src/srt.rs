@@ -1,19 +1,251 @@
-//! Placeholder until the srt writer and reader land.
+//! SubRip (`.srt`): the byte-exact writer (CRLF, `HH:MM:SS,mmm`, sequential counters) and a lenient
+//! reader for the files people actually have (BOM, any line ending, Windows-1252, `.` separators,
+//! 1-digit or 3-digit hours, missing counters, missing final blank line).
+//!
+//! SRT has no escaping: text is written and read verbatim, so `<i>` or `{\an8}` in a cue are
+//! markup to most players. The writer only guarantees that no text line is blank (a blank line
+//! would end the block) and that times are valid.
 
 use std::io::Write;
 
-use cuecraft_engine::Cue;
+use cuecraft_engine::{Cue, Millis};
+use nom::bytes::complete::tag;
+use nom::sequence::preceded;
+use nom::Parser;
 
+use crate::common::{
+    check_limits, decode, has_visible_text, is_blank, push_hhmmss_ms, push_u64, shorten, sorted,
+    spaces, span_units, timestamp, visible_lines, Fallback, Limits, Lines, Sink,
+};
 use crate::{Format, ParseError, WriteError, WriteOptions};
 
-/// Writes `cues` to `out`.
+/// Writes `cues` as SRT: cues sorted by time, numbered from 1, cues without visible text skipped.
 pub fn write(cues: &[Cue], opts: &WriteOptions, out: &mut dyn Write) -> Result<(), WriteError> {
-    let _ = (cues, opts, out);
-    Ok(())
+    let mut sink = Sink::new(out);
+    let mut counter = 0u64;
+    for cue in sorted(cues) {
+        if !has_visible_text(cue) {
+            continue;
+        }
+        counter += 1;
+        let (start, end) = span_units(cue, opts.offset, 1);
+        let b = &mut sink.buf;
+        push_u64(b, counter);
+        b.extend_from_slice(b"\r\n");
+        push_hhmmss_ms(b, start, b',');
+        b.extend_from_slice(b" --> ");
+        push_hhmmss_ms(b, end, b',');
+        b.extend_from_slice(b"\r\n");
+        for line in visible_lines(cue) {
+            b.extend_from_slice(line.as_bytes());
+            b.extend_from_slice(b"\r\n");
+        }
+        b.extend_from_slice(b"\r\n");
+        sink.maybe_flush()?;
+    }
+    sink.finish()
 }
 
-/// Reads cues from `input`.
+/// Reads SRT cues (see [`parse_with_limits`]), without limits.
 pub fn parse(input: &[u8]) -> Result<Vec<Cue>, ParseError> {
-    let _ = input;
-    Err(ParseError::new(Format::Srt, 0, "not implemented yet"))
+    parse_with_limits(input, &Limits::UNLIMITED)
+}
+
+/// Reads SRT cues, stopping with an error when `limits` are exceeded.
+///
+/// Accepted beyond the strict form: a UTF-8 or UTF-16 BOM; CRLF, LF and CR line endings, mixed;
+/// bytes that are not UTF-8 are read as Windows-1252; `.` instead of `,`; hours of any number of
+/// digits (or none: `MM:SS,mmm`); fractions of 1 to 9 digits read as decimals (`,5` = 500 ms);
+/// coordinates after the end time (ignored); missing counters; missing blank lines before a
+/// counter + timing pair; a missing final blank line. Text after a blank line that does not start a
+/// new cue belongs to the previous cue (as ffmpeg reads it). Counters in the file are ignored: cues
+/// are numbered from 1 in file order. An end before its start is raised to the start. Lines are
+/// kept verbatim (SRT has no escaping).
+pub fn parse_with_limits(input: &[u8], limits: &Limits) -> Result<Vec<Cue>, ParseError> {
+    let decoded = decode(input, Fallback::Windows1252);
+    let base = decoded.bom_len;
+    let err = |offset: usize, message: String| ParseError::new(Format::Srt, base + offset, message);
+    let lines: Vec<(usize, &str)> = Lines::new(&decoded.text).collect();
+    let mut cues: Vec<Cue> = Vec::new();
+    let mut text_bytes = 0usize;
+    let mut i = 0;
+    while i < lines.len() {
+        let (offset, line) = lines[i];
+        if is_blank(line) {
+            i += 1;
+            continue;
+        }
+        let times = match block_start(&lines, i) {
+            Some(Ok((next, times))) => {
+                i = next;
+                times
+            }
+            Some(Err((at, message))) => return Err(err(at, message)),
+            None => {
+                // Text after a blank line inside a cue: ffmpeg keeps it with the cue.
+                match cues.last_mut() {
+                    Some(last) => {
+                        text_bytes += line.len();
+                        last.lines.push(line.to_string());
+                        check_limits(cues.len(), text_bytes, limits)
+                            .map_err(|m| err(offset, m.to_string()))?;
+                        i += 1;
+                        continue;
+                    }
+                    None => return Err(err(
+                        offset,
+                        "expected a cue number or a timing line (`00:00:01,000 --> 00:00:02,000`)"
+                            .to_string(),
+                    )),
+                }
+            }
+        };
+        let mut text = Vec::new();
+        while i < lines.len() {
+            let (_, l) = lines[i];
+            if is_blank(l) {
+                break;
+            }
+            // A new cue without the blank line before it.
+            if matches!(block_start(&lines, i), Some(Ok(_))) {
+                break;
+            }
+            text_bytes += l.len();
+            text.push(l.to_string());
+            i += 1;
+        }
+        let (start, end) = times;
+        cues.push(Cue::from_lines(
+            u32::try_from(cues.len() + 1).unwrap_or(u32::MAX),
+            Millis(start),
+            Millis(end.max(start)),
+            text,
+        ));
+        check_limits(cues.len(), text_bytes, limits).map_err(|m| err(offset, m.to_string()))?;
+    }
+    cues.retain(|c| !c.lines.is_empty());
+    for (n, c) in cues.iter_mut().enumerate() {
+        c.index = u32::try_from(n + 1).unwrap_or(u32::MAX);
+    }
+    Ok(cues)
+}
+
+type BlockStart = Result<(usize, (i64, i64)), (usize, String)>;
+
+/// Whether a cue starts at line `i`: a timing line, or a counter followed by a timing line.
+/// Returns the index of the first text line and the times; an error when line `i` is clearly meant
+/// as a timing line but is malformed; `None` when line `i` is text.
+fn block_start(lines: &[(usize, &str)], i: usize) -> Option<BlockStart> {
+    let (offset, line) = *lines.get(i)?;
+    if let Some(t) = timing_line(line) {
+        return Some(t.map(|t| (i + 1, t)).map_err(|m| (offset, m)));
+    }
+    let trimmed = line.trim();
+    if !trimmed.is_empty() && trimmed.bytes().all(|b| b.is_ascii_digit()) {
+        if let Some(&(next_offset, next)) = lines.get(i + 1) {
+            if let Some(t) = timing_line(next) {
+                return Some(t.map(|t| (i + 2, t)).map_err(|m| (next_offset, m)));
+            }
+        }
+    }
+    None
+}
+
+/// Parses a timing line. `None` when the line does not look like one (no `-->` after a digit), an
+/// error message when it does but is malformed.
+fn timing_line(line: &str) -> Option<Result<(i64, i64), String>> {
+    let t = line.trim_start();
+    if !t.starts_with(|c: char| c.is_ascii_digit()) || !t.contains("-->") {
+        return None;
+    }
+    let parsed = (timestamp, preceded((spaces, tag("-->"), spaces), timestamp)).parse(t);
+    Some(match parsed {
+        Ok((_rest, (Ok(a), Ok(b)))) => Ok((a, b)),
+        Ok((_, (Err(m), _))) | Ok((_, (_, Err(m)))) => Err(m),
+        Err(_) => Err(format!("malformed timing line `{}`", shorten(line))),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn times(cues: &[Cue]) -> Vec<(i64, i64)> {
+        cues.iter().map(|c| (c.start.0, c.end.0)).collect()
+    }
+
+    #[test]
+    fn writes_crlf_blocks_with_sequential_counters() {
+        let cues = vec![
+            Cue::from_lines(
+                7,
+                Millis(1_000),
+                Millis(2_500),
+                vec!["a".into(), "b".into()],
+            ),
+            Cue::from_lines(9, Millis(3_000), Millis(4_000), vec!["c".into()]),
+        ];
+        let mut out = Vec::new();
+        write(&cues, &WriteOptions::default(), &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "1\r\n00:00:01,000 --> 00:00:02,500\r\na\r\nb\r\n\r\n2\r\n00:00:03,000 --> 00:00:04,000\r\nc\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn reads_lenient_variants() {
+        let input = b"1\n0:00:01.5 --> 0:00:02,000 X1:10 X2:20 Y1:1 Y2:2\r\nfirst\r\n\r\n\
+            00:00:03,000-->100:00:04,000\rcaf\xE9\r\r3\n00:00:05,000 --> 00:00:06,000\nlast";
+        let cues = parse(input).unwrap();
+        assert_eq!(
+            times(&cues),
+            vec![(1_500, 2_000), (3_000, 360_004_000), (5_000, 6_000)]
+        );
+        assert_eq!(cues[1].lines, vec!["café"]);
+        assert_eq!(cues[2].lines, vec!["last"]);
+        assert_eq!(cues[2].index, 3);
+        let bom =
+            parse("\u{FEFF}1\r\n00:00:01,000 --> 00:00:02,000\r\ncafé\r\n".as_bytes()).unwrap();
+        assert_eq!(bom[0].lines, vec!["café"]);
+    }
+
+    #[test]
+    fn text_after_a_blank_line_stays_with_its_cue() {
+        let cues = parse(
+            b"1\n00:00:01,000 --> 00:00:02,000\na\n\nb\n\n2\n00:00:03,000 --> 00:00:04,000\nc\n",
+        )
+        .unwrap();
+        assert_eq!(cues.len(), 2);
+        assert_eq!(cues[0].lines, vec!["a", "b"]);
+    }
+
+    #[test]
+    fn missing_blank_line_between_cues_is_tolerated() {
+        let cues =
+            parse(b"1\n00:00:01,000 --> 00:00:02,000\na\n2\n00:00:03,000 --> 00:00:04,000\nc\n")
+                .unwrap();
+        assert_eq!(times(&cues), vec![(1_000, 2_000), (3_000, 4_000)]);
+    }
+
+    #[test]
+    fn errors_say_where_and_why() {
+        let e = parse(b"hello\n").unwrap_err();
+        assert_eq!((e.format, e.offset), (Format::Srt, 0));
+        let e =
+            parse(b"1\n00:00:01,000 --> 00:00:02,000\na\n\n2\n00:61:00,000 --> 00:62:00,000\nb\n")
+                .unwrap_err();
+        assert_eq!(e.offset, 37);
+        assert!(e.message.contains("minutes 61"), "{}", e.message);
+    }
+
+    #[test]
+    fn limits_stop_runaway_input() {
+        let input = b"00:00:01,000 --> 00:00:02,000\na\n\n00:00:03,000 --> 00:00:04,000\nb\n";
+        let limits = Limits {
+            max_cues: 1,
+            max_text_bytes: 100,
+        };
+        assert!(parse_with_limits(input, &limits).is_err());
+    }
 }

@@ -45,7 +45,7 @@ impl Fixture {
 
     /// What a reader of the written file must report, for a format whose time unit is `unit_ms`
     /// (1 for SRT/WebVTT/TTML, 10 for ASS): cues with no visible text dropped, lines split at
-    /// embedded line breaks with blank lines removed, times shifted by the offset, clamped at zero,
+    /// embedded line breaks, trimmed, blank lines removed, times shifted by the offset, clamped at zero,
     /// rounded half up to the unit, end at least one unit after start, sorted by (start, end).
     pub fn expected(&self, unit_ms: i64) -> Vec<Expected> {
         let round = |t: Millis| {
@@ -71,12 +71,13 @@ impl Fixture {
     }
 }
 
-/// The display lines a writer emits for `lines`: split at CR/LF, whitespace-only lines dropped.
+/// The display lines a writer emits for `lines`: split at CR/LF, trimmed, blank lines dropped.
 pub fn visible_lines(lines: &[String]) -> Vec<String> {
     lines
         .iter()
         .flat_map(|l| l.split(['\r', '\n']))
-        .filter(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
         .map(str::to_string)
         .collect()
 }
@@ -298,7 +299,12 @@ pub fn fixtures() -> Vec<Fixture> {
                 cue(3, 3_000, 4_000, &["Embedded\nnewline and\r\nCRLF\rand CR."]),
                 cue(4, 4_000, 4_500, &["", " "]),
                 cue(5, 7_000, 8_000, &[]),
-                cue(6, 9_000, 10_000, &["  leading and trailing spaces kept  "]),
+                cue(
+                    6,
+                    9_000,
+                    10_000,
+                    &["  leading and trailing spaces trimmed \t"],
+                ),
             ],
             opts: opts("en", "Untidy\r\ntitle"),
         },

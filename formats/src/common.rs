@@ -1,0 +1,428 @@
+//! Helpers every writer and reader shares: offset + clamp + half-up rounding of cue times, the
+//! display lines of a cue, hand-written digit formatting into a reusable buffer, a buffered sink
+//! over `&mut dyn Write`, text decoding (BOM, UTF-8, legacy code pages) and line splitting.
+//!
+//! Writers never use `format!` per cue: they push bytes into one reusable `Vec<u8>` and flush it in
+//! large chunks, which is what makes gigabyte-per-second output possible.
+
+use std::borrow::Cow;
+use std::io::Write;
+
+use cuecraft_engine::{Cue, Millis};
+
+use nom::bytes::complete::{take_while, take_while1};
+use nom::character::complete::{char, one_of};
+use nom::combinator::opt;
+use nom::sequence::preceded;
+use nom::{IResult, Parser};
+
+use crate::WriteError;
+
+/// Caps for reading untrusted input: a reader stops with an error instead of growing without bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Maximum number of cues.
+    pub max_cues: usize,
+    /// Maximum total bytes of cue text (UTF-8).
+    pub max_text_bytes: usize,
+}
+
+impl Limits {
+    /// No practical limit (the input itself bounds the output).
+    pub const UNLIMITED: Limits = Limits {
+        max_cues: usize::MAX,
+        max_text_bytes: usize::MAX,
+    };
+}
+
+impl Default for Limits {
+    /// 200,000 cues and 64 MiB of text: far beyond any real subtitle file.
+    fn default() -> Self {
+        Limits {
+            max_cues: 200_000,
+            max_text_bytes: 64 << 20,
+        }
+    }
+}
+
+/// The cues in writing order: sorted by (start, end), stably; borrowed as-is when already sorted.
+pub(crate) fn sorted(cues: &[Cue]) -> Vec<&Cue> {
+    let mut v: Vec<&Cue> = cues.iter().collect();
+    if !cues
+        .windows(2)
+        .all(|w| (w[0].start, w[0].end) <= (w[1].start, w[1].end))
+    {
+        v.sort_by_key(|c| (c.start, c.end));
+    }
+    v
+}
+
+/// `t + offset`, clamped at zero, in milliseconds.
+#[inline]
+pub(crate) fn shifted(t: Millis, offset: Millis) -> u64 {
+    t.0.saturating_add(offset.0).max(0) as u64
+}
+
+/// `ms` rounded half up to whole units of `unit_ms` (e.g. 10 for centiseconds). `unit_ms > 0`.
+#[inline]
+pub(crate) fn round_half_up(ms: u64, unit_ms: u64) -> u64 {
+    ms.saturating_add(unit_ms / 2) / unit_ms
+}
+
+/// A cue's (start, end) in whole units of `unit_ms`, after offset and clamping, rounded half up,
+/// with `end >= start + 1` unit.
+#[inline]
+pub(crate) fn span_units(cue: &Cue, offset: Millis, unit_ms: u64) -> (u64, u64) {
+    let start = round_half_up(shifted(cue.start, offset), unit_ms);
+    let end = round_half_up(shifted(cue.end, offset), unit_ms).max(start.saturating_add(1));
+    (start, end)
+}
+
+/// The lines a writer shows for a cue: each of `cue.lines` split at CR and LF, trimmed of leading
+/// and trailing whitespace (invisible, and dropped by common readers anyway), blank lines dropped
+/// (an empty line ends a block in SRT and WebVTT).
+pub(crate) fn visible_lines(cue: &Cue) -> impl Iterator<Item = &str> {
+    cue.lines
+        .iter()
+        .flat_map(|l| l.split(['\r', '\n']))
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+}
+
+/// Whether the cue has anything to show. Writers skip cues without visible text.
+pub(crate) fn has_visible_text(cue: &Cue) -> bool {
+    visible_lines(cue).next().is_some()
+}
+
+/// Whether `line` is empty or only whitespace.
+#[inline]
+pub(crate) fn is_blank(line: &str) -> bool {
+    line.trim().is_empty()
+}
+
+/// A reusable output buffer that flushes into a `&mut dyn Write` in large chunks.
+pub(crate) struct Sink<'a> {
+    /// The bytes not yet written to `out`. Writers push into it directly.
+    pub buf: Vec<u8>,
+    out: &'a mut dyn Write,
+}
+
+const SINK_CHUNK: usize = 64 * 1024;
+
+impl<'a> Sink<'a> {
+    /// A sink over `out`.
+    pub fn new(out: &'a mut dyn Write) -> Sink<'a> {
+        Sink {
+            buf: Vec::with_capacity(SINK_CHUNK + 4096),
+            out,
+        }
+    }
+
+    /// Flushes when the buffer has grown past the chunk size; call once per cue.
+    #[inline]
+    pub fn maybe_flush(&mut self) -> Result<(), WriteError> {
+        if self.buf.len() >= SINK_CHUNK {
+            self.out.write_all(&self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    /// Writes everything left and flushes the output.
+    pub fn finish(mut self) -> Result<(), WriteError> {
+        self.out.write_all(&self.buf)?;
+        self.buf.clear();
+        self.out.flush()?;
+        Ok(())
+    }
+}
+
+/// Appends `v` in decimal.
+#[inline]
+pub(crate) fn push_u64(buf: &mut Vec<u8>, mut v: u64) {
+    let mut tmp = [0u8; 20];
+    let mut i = tmp.len();
+    loop {
+        i -= 1;
+        tmp[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    buf.extend_from_slice(&tmp[i..]);
+}
+
+/// Appends `v` (< 100) as exactly two digits.
+#[inline]
+pub(crate) fn push_2(buf: &mut Vec<u8>, v: u64) {
+    buf.extend_from_slice(&[b'0' + (v / 10 % 10) as u8, b'0' + (v % 10) as u8]);
+}
+
+/// Appends `v` (< 1000) as exactly three digits.
+#[inline]
+pub(crate) fn push_3(buf: &mut Vec<u8>, v: u64) {
+    buf.extend_from_slice(&[
+        b'0' + (v / 100 % 10) as u8,
+        b'0' + (v / 10 % 10) as u8,
+        b'0' + (v % 10) as u8,
+    ]);
+}
+
+/// Appends `ms` as `HH:MM:SS<sep>mmm`: hours at least two digits and as many as needed beyond.
+#[inline]
+pub(crate) fn push_hhmmss_ms(buf: &mut Vec<u8>, ms: u64, sep: u8) {
+    let hours = ms / 3_600_000;
+    if hours < 100 {
+        push_2(buf, hours);
+    } else {
+        push_u64(buf, hours);
+    }
+    buf.push(b':');
+    push_2(buf, ms / 60_000 % 60);
+    buf.push(b':');
+    push_2(buf, ms / 1000 % 60);
+    buf.push(sep);
+    push_3(buf, ms % 1000);
+}
+
+/// How text that is not valid UTF-8 is decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fallback {
+    /// Windows-1252 (a superset of ISO 8859-1 for printable text), as legacy SRT and ASS files use.
+    Windows1252,
+    /// UTF-8 with U+FFFD for invalid sequences, as the WebVTT spec requires.
+    LossyUtf8,
+}
+
+/// Decoded input text and the number of input bytes before it (the BOM). Byte offsets in `text`
+/// plus `bom_len` are input offsets for UTF-8 input, and approximate for other encodings.
+pub(crate) struct Decoded<'a> {
+    /// The text, without BOM.
+    pub text: Cow<'a, str>,
+    /// Length of the byte-order mark that was skipped.
+    pub bom_len: usize,
+}
+
+/// Decodes subtitle bytes: a UTF-8 or UTF-16 BOM is honoured and skipped; BOM-less valid UTF-8 is
+/// borrowed; anything else goes through `fallback`.
+pub(crate) fn decode(input: &[u8], fallback: Fallback) -> Decoded<'_> {
+    if let Some((enc, bom_len)) = encoding_rs::Encoding::for_bom(input) {
+        let body = &input[bom_len..];
+        if enc == encoding_rs::UTF_8 {
+            return match std::str::from_utf8(body) {
+                Ok(s) => Decoded {
+                    text: Cow::Borrowed(s),
+                    bom_len,
+                },
+                Err(_) => Decoded {
+                    text: Cow::Owned(String::from_utf8_lossy(body).into_owned()),
+                    bom_len,
+                },
+            };
+        }
+        let (text, _) = enc.decode_without_bom_handling(body);
+        return Decoded {
+            text: Cow::Owned(text.into_owned()),
+            bom_len,
+        };
+    }
+    match std::str::from_utf8(input) {
+        Ok(s) => Decoded {
+            text: Cow::Borrowed(s),
+            bom_len: 0,
+        },
+        Err(_) => {
+            let text = match fallback {
+                Fallback::Windows1252 => encoding_rs::WINDOWS_1252
+                    .decode_without_bom_handling(input)
+                    .0
+                    .into_owned(),
+                Fallback::LossyUtf8 => String::from_utf8_lossy(input).into_owned(),
+            };
+            Decoded {
+                text: Cow::Owned(text),
+                bom_len: 0,
+            }
+        }
+    }
+}
+
+/// Splits text into lines at CRLF, LF or CR, yielding each line with its byte offset in `text`.
+/// A final line terminator does not produce an extra empty line.
+pub(crate) struct Lines<'a> {
+    text: &'a str,
+    pos: usize,
+}
+
+impl<'a> Lines<'a> {
+    /// Lines of `text`.
+    pub fn new(text: &'a str) -> Lines<'a> {
+        Lines { text, pos: 0 }
+    }
+}
+
+impl<'a> Iterator for Lines<'a> {
+    type Item = (usize, &'a str);
+
+    fn next(&mut self) -> Option<(usize, &'a str)> {
+        let rest = self.text.get(self.pos..)?;
+        if rest.is_empty() {
+            return None;
+        }
+        let start = self.pos;
+        let bytes = rest.as_bytes();
+        match bytes.iter().position(|&b| b == b'\n' || b == b'\r') {
+            Some(i) => {
+                let skip = if bytes[i] == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
+                    2
+                } else {
+                    1
+                };
+                self.pos = start + i + skip;
+                Some((start, &rest[..i]))
+            }
+            None => {
+                self.pos = self.text.len();
+                Some((start, rest))
+            }
+        }
+    }
+}
+
+/// Checks the running totals of a reader against `limits`.
+pub(crate) fn check_limits(
+    cues: usize,
+    text_bytes: usize,
+    limits: &Limits,
+) -> Result<(), &'static str> {
+    if cues > limits.max_cues {
+        return Err("too many cues");
+    }
+    if text_bytes > limits.max_text_bytes {
+        return Err("too much cue text");
+    }
+    Ok(())
+}
+
+/// Spaces and tabs, possibly none.
+pub(crate) fn spaces(i: &str) -> IResult<&str, &str> {
+    take_while(|c: char| c == ' ' || c == '\t').parse(i)
+}
+
+/// One or more ASCII digits.
+pub(crate) fn digits(i: &str) -> IResult<&str, &str> {
+    take_while1(|c: char| c.is_ascii_digit()).parse(i)
+}
+
+/// `[H+:]M+:S+[,.]f*`: the fields as digit strings; range checks happen in [`to_millis`].
+pub(crate) fn timestamp(i: &str) -> IResult<&str, Result<i64, String>> {
+    let (i, a) = digits(i)?;
+    let (i, _) = char(':').parse(i)?;
+    let (i, b) = digits(i)?;
+    let (i, c) = opt(preceded(char(':'), digits)).parse(i)?;
+    let (i, frac) = opt(preceded(
+        one_of(",."),
+        take_while(|c: char| c.is_ascii_digit()),
+    ))
+    .parse(i)?;
+    let (h, m, s) = match c {
+        Some(c) => (Some(a), b, c),
+        None => (None, a, b),
+    };
+    Ok((i, to_millis(h, m, s, frac.unwrap_or(""))))
+}
+
+/// Milliseconds from timestamp fields; the fraction is decimal (`5` = 500 ms) and digits past the
+/// third are ignored.
+pub(crate) fn to_millis(h: Option<&str>, m: &str, s: &str, frac: &str) -> Result<i64, String> {
+    let num = |d: &str| -> Result<i64, String> {
+        if d.len() > 12 {
+            return Err(format!("number `{}` is too large", shorten(d)));
+        }
+        d.parse::<i64>()
+            .map_err(|_| format!("`{}` is not a number", shorten(d)))
+    };
+    let hours = match h {
+        Some(h) => num(h)?,
+        None => 0,
+    };
+    let minutes = num(m)?;
+    let seconds = num(s)?;
+    if minutes > 59 {
+        return Err(format!("minutes {minutes} out of range (00-59)"));
+    }
+    if seconds > 59 {
+        return Err(format!("seconds {seconds} out of range (00-59)"));
+    }
+    let mut ms = 0i64;
+    for (k, d) in frac.bytes().take(3).enumerate() {
+        ms += i64::from(d - b'0') * [100, 10, 1][k];
+    }
+    Ok(hours * 3_600_000 + minutes * 60_000 + seconds * 1000 + ms)
+}
+
+/// At most 40 characters of `s`, for error messages.
+pub(crate) fn shorten(s: &str) -> String {
+    let mut out: String = s.chars().take(40).collect();
+    if out.len() < s.len() {
+        out.push('…');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn half_up_rounding_at_centiseconds() {
+        assert_eq!(round_half_up(1005, 10), 101);
+        assert_eq!(round_half_up(2995, 10), 300);
+        assert_eq!(round_half_up(1004, 10), 100);
+        assert_eq!(round_half_up(u64::MAX, 10), u64::MAX / 10);
+    }
+
+    #[test]
+    fn span_clamps_after_offset_and_keeps_one_unit() {
+        let c = Cue::from_lines(1, Millis(2_000), Millis(4_000), vec!["x".into()]);
+        assert_eq!(span_units(&c, Millis(-5_000), 1), (0, 1));
+        assert_eq!(span_units(&c, Millis(-3_000), 10), (0, 100));
+        let c = Cue::from_lines(1, Millis(61_000), Millis(61_004), vec!["x".into()]);
+        assert_eq!(span_units(&c, Millis::ZERO, 10), (6_100, 6_101));
+        let c = Cue::from_lines(1, Millis(i64::MAX), Millis(i64::MIN), vec![]);
+        let (s, e) = span_units(&c, Millis(i64::MAX), 1);
+        assert!(e > s);
+    }
+
+    #[test]
+    fn timestamps_have_two_digit_hours_and_grow_past_99() {
+        let mut b = Vec::new();
+        push_hhmmss_ms(&mut b, 3_723_456, b',');
+        b.push(b' ');
+        push_hhmmss_ms(&mut b, 101 * 3_600_000 + 5, b'.');
+        assert_eq!(b, b"01:02:03,456 101:00:00.005");
+    }
+
+    #[test]
+    fn lines_split_on_every_terminator() {
+        let v: Vec<_> = Lines::new("a\r\nb\nc\rd\r\n\r\ne").collect();
+        assert_eq!(
+            v,
+            vec![(0, "a"), (3, "b"), (5, "c"), (7, "d"), (10, ""), (12, "e")]
+        );
+        assert_eq!(Lines::new("a\n").count(), 1);
+    }
+
+    #[test]
+    fn decoding_honours_boms_and_falls_back_to_windows_1252() {
+        let d = decode(b"\xEF\xBB\xBFabc", Fallback::Windows1252);
+        assert_eq!((d.text.as_ref(), d.bom_len), ("abc", 3));
+        let d = decode(b"caf\xE9 \x80", Fallback::Windows1252);
+        assert_eq!(d.text, "café €");
+        let d = decode(b"\xFF\xFEa\0", Fallback::Windows1252);
+        assert_eq!(d.text, "a");
+        let d = decode(b"caf\xE9", Fallback::LossyUtf8);
+        assert_eq!(d.text, "caf\u{FFFD}");
+    }
+}
