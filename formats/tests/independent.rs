@@ -146,9 +146,12 @@ fn libass_lines(text: &str) -> Vec<String> {
     lines
 }
 
+/// Dialogue events (start ms, end ms, text) of one file, or the error pysubs2 raised.
+type PyResult = Result<Vec<(i64, i64, String)>, String>;
+
 /// Runs pysubs2 on every file (one Python process), returning per file either its Dialogue events
 /// (start ms, end ms, text in pysubs2's ASS markup) or the error pysubs2 raised.
-fn pysubs2_load(files: &[(String, &str)]) -> Vec<Result<Vec<(i64, i64, String)>, String>> {
+fn pysubs2_load(files: &[(String, &str)]) -> Vec<PyResult> {
     // One output line per event or error: `file-index TAB start TAB end TAB hex(utf-8 text)` or
     // `file-index TAB ERROR TAB message`; plain text so the test needs no JSON parser.
     const SCRIPT: &str = r#"
@@ -175,8 +178,7 @@ for n in range(0, len(args), 2):
         "pysubs2 script failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let mut results: Vec<Result<Vec<(i64, i64, String)>, String>> =
-        files.iter().map(|_| Ok(Vec::new())).collect();
+    let mut results: Vec<PyResult> = files.iter().map(|_| Ok(Vec::new())).collect();
     for line in String::from_utf8(out.stdout).expect("ASCII").lines() {
         let f: Vec<&str> = line.split('\t').collect();
         let n: usize = f[0].parse().expect("file index");
