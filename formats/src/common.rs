@@ -371,9 +371,71 @@ pub(crate) fn shorten(s: &str) -> String {
     out
 }
 
+/// See [`crate::detect`].
+pub(crate) fn detect(input: &[u8]) -> Option<crate::Format> {
+    use crate::Format;
+    if input.len() >= 1024 && input.get(3..6) == Some(b"STL") && input.get(8..11) == Some(b".01") {
+        return Some(Format::EbuStl);
+    }
+    let head = &input[..input.len().min(8192)];
+    let decoded = decode(head, Fallback::Windows1252);
+    let text = decoded
+        .text
+        .trim_start_matches(['\u{FEFF}', ' ', '\t', '\r', '\n']);
+    if text.starts_with("WEBVTT") {
+        return Some(Format::WebVtt);
+    }
+    if text.starts_with("<?xml") || text.starts_with("<tt") {
+        return Some(Format::Ttml);
+    }
+    let mut lines = Lines::new(text)
+        .map(|(_, l)| l.trim())
+        .filter(|l| !l.is_empty());
+    let first = lines.next()?;
+    if first.starts_with('[') {
+        let lower = text.to_ascii_lowercase();
+        if lower.starts_with("[script info]") || lower.contains("\n[events]") {
+            return Some(Format::Ass);
+        }
+        return None;
+    }
+    let timing = |l: &str| l.contains("-->") && matches!(timestamp(l), Ok((_, Ok(_))));
+    if timing(first)
+        || (first.bytes().all(|b| b.is_ascii_digit()) && lines.next().is_some_and(timing))
+    {
+        return Some(Format::Srt);
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn detects_formats_from_content() {
+        use crate::Format;
+        assert_eq!(detect(b"\xEF\xBB\xBFWEBVTT\n\n"), Some(Format::WebVtt));
+        assert_eq!(
+            detect(b"\r\n1\r\n00:00:01,000 --> 00:00:02,000\r\nx"),
+            Some(Format::Srt)
+        );
+        assert_eq!(
+            detect(b"00:00:01.000 --> 00:00:02.000\nx"),
+            Some(Format::Srt)
+        );
+        assert_eq!(detect(b"[Script Info]\nTitle: x\n"), Some(Format::Ass));
+        assert_eq!(
+            detect(b"<?xml version=\"1.0\"?>\n<tt xmlns=\"\">"),
+            Some(Format::Ttml)
+        );
+        let mut stl = vec![b' '; 1024];
+        stl[..11].copy_from_slice(b"850STL25.01");
+        assert_eq!(detect(&stl), Some(Format::EbuStl));
+        assert_eq!(detect(b"hello"), None);
+        assert_eq!(detect(b"1\nhello"), None);
+        assert_eq!(detect(b""), None);
+    }
 
     #[test]
     fn half_up_rounding_at_centiseconds() {

@@ -149,3 +149,10 @@ pub fn parse(format: Format, input: &[u8]) -> Result<Vec<Cue>, ParseError> {
         Format::EbuStl => stl::parse(input),
     }
 }
+
+/// The format `input` is in, judged from its first bytes (BOM skipped): EBU-STL by its GSI block,
+/// `WEBVTT`, an XML/`<tt` root for TTML, a `[Script Info]`/`[Events]` section for ASS, a counter or
+/// timing line for SRT. `None` when nothing matches.
+pub fn detect(input: &[u8]) -> Option<Format> {
+    common::detect(input)
+}
