@@ -7,6 +7,7 @@
 //! the same letter in every reader; anything else becomes `?`.
 
 use unicode_normalization::UnicodeNormalization;
+use unicode_segmentation::UnicodeSegmentation;
 
 /// The character written for anything the target table cannot encode.
 pub(crate) const REPLACEMENT: u8 = b'?';
@@ -16,7 +17,11 @@ pub(crate) const REPLACEMENT: u8 = b'?';
 /// separately in [`SPACING_ACCENTS`].
 const PAIRS: [(u8, &str, &str); 13] = [
     (0xC1, "AEIOUaeiou", "ÀÈÌÒÙàèìòù"),
-    (0xC2, "ACEILNORSUYZacegilnorsuyz", "ÁĆÉÍĹŃÓŔŚÚÝŹáćéģíĺńóŕśúýź"),
+    (
+        0xC2,
+        "ACEILNORSUYZacegilnorsuyz",
+        "ÁĆÉÍĹŃÓŔŚÚÝŹáćéģíĺńóŕśúýź",
+    ),
     (0xC3, "ACEGHIJOSUWYaceghijosuwy", "ÂĈÊĜĤÎĴÔŜÛŴŶâĉêĝĥîĵôŝûŵŷ"),
     (0xC4, "AINOUainou", "ÃĨÑÕŨãĩñõũ"),
     (0xC5, "AEIOUaeiou", "ĀĒĪŌŪāēīōū"),
@@ -55,8 +60,7 @@ const HIGH: [char; 96] = [
     // D0: D0h is the dash; ttconv reads it as U+2014, the speaker dash we write.
     '—', '¹', '®', '©', '™', '♪', '¬', '¦', '\0', '\0', '\0', '\0', '⅛', '⅜', '⅝', '⅞',
     // E0
-    'Ω', 'Æ', 'Ð', 'ª', 'Ħ', '\0', 'Ĳ', 'Ŀ', 'Ł', 'Ø', 'Œ', 'º', 'Þ', 'Ŧ', 'Ŋ', 'ŉ',
-    // F0
+    'Ω', 'Æ', 'Ð', 'ª', 'Ħ', '\0', 'Ĳ', 'Ŀ', 'Ł', 'Ø', 'Œ', 'º', 'Þ', 'Ŧ', 'Ŋ', 'ŉ', // F0
     'ĸ', 'æ', 'đ', 'ð', 'ħ', 'ı', 'ĳ', 'ŀ', 'ł', 'ø', 'œ', 'ß', 'þ', 'ŧ', 'ŋ', '\u{AD}',
 ];
 
@@ -149,8 +153,24 @@ pub(crate) fn encode(text: &str, out: &mut Vec<u8>) {
         }));
         return;
     }
-    for c in text.nfc() {
-        encode_char(c, out);
+    let text: String = text.nfc().collect();
+    for grapheme in text.graphemes(true) {
+        let mut chars = grapheme.chars();
+        match (chars.next(), chars.next()) {
+            (Some(c), None) => encode_char(c, out),
+            _ => {
+                // A cluster (emoji sequence, letter with marks no precomposed form covers) is one
+                // character on screen: all of it, or a single `?`.
+                let mark = out.len();
+                for c in grapheme.chars() {
+                    encode_char(c, out);
+                }
+                if out[mark..].contains(&REPLACEMENT) && !grapheme.contains('?') {
+                    out.truncate(mark);
+                    out.push(REPLACEMENT);
+                }
+            }
+        }
     }
 }
 
@@ -195,20 +215,24 @@ impl CodePage {
             .collect()
     }
 
-    /// Encodes `text` (NFC) into at most `max` bytes; unencodable characters become `?`.
+    /// Encodes `text` (NFC) into at most `max` bytes; a character (grapheme cluster) the page
+    /// lacks becomes one `?`.
     pub(crate) fn encode(self, text: &str, max: usize) -> Vec<u8> {
         let mut out = Vec::with_capacity(max);
-        for c in text.nfc() {
+        let text: String = text.nfc().collect();
+        for grapheme in text.graphemes(true) {
             if out.len() == max {
                 break;
             }
-            let b = if (' '..='~').contains(&c) {
-                c as u8
-            } else {
-                self.high()
+            let mut chars = grapheme.chars();
+            let b = match (chars.next(), chars.next()) {
+                (Some(c), None) if (' '..='~').contains(&c) => c as u8,
+                (Some(c), None) => self
+                    .high()
                     .chars()
                     .position(|h| h == c)
-                    .map_or(REPLACEMENT, |i| 0x80 + i as u8)
+                    .map_or(REPLACEMENT, |i| 0x80 + i as u8),
+                _ => REPLACEMENT,
             };
             out.push(b);
         }
@@ -254,6 +278,7 @@ mod tests {
     #[test]
     fn unencodable_characters_become_question_marks() {
         assert_eq!(enc("€漢😀"), b"???");
+        assert_eq!(enc("a👨‍👩‍👧‍👦b 🇫🇷 ✔️"), b"a?b ? ?");
         assert_eq!(enc("ḿ"), b"?");
     }
 
@@ -279,7 +304,7 @@ mod tests {
         assert_eq!(bytes, b"Caf\x82 \x9Drsted \xAB");
         assert_eq!(CodePage::Cp850.decode(&bytes), title);
         assert_eq!(CodePage::Cp437.decode(b"\x9B"), "¢");
-        assert_eq!(CodePage::Cp850.encode("€", 32), b"?");
+        assert_eq!(CodePage::Cp850.encode("€ 👍🏽", 32), b"? ?");
         assert_eq!(CodePage::Cp850.encode(&"a".repeat(40), 32).len(), 32);
     }
 }

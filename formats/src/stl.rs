@@ -48,7 +48,9 @@ pub fn write_with_date(
     out: &mut dyn Write,
 ) -> Result<(), WriteError> {
     let fps = stl_fps(opts.frame_rate);
-    let order = start_order(cues);
+    let mut order = start_order(cues);
+    // TCI hours are one binary byte: a cue that starts at 256 hours or later has no timecode.
+    order.retain(|c| frames(c.start, fps) < last_frame(fps));
 
     // Encode every cue's text field first: TNB (the block count) goes in the GSI block.
     let mut fields: Vec<Vec<u8>> = Vec::with_capacity(order.len());
@@ -68,7 +70,7 @@ pub fn write_with_date(
         // SN counts from 1 (cue numbers as SRT shows them) and wraps past 65535, the field's range.
         let sn = ((i + 1) % 0x1_0000) as u16;
         let (tci, tco) = cue_timecodes(cue, fps);
-        let lines = cue.lines.len();
+        let lines = visible_lines(cue).count();
         let vp = (24usize.saturating_sub(2 * lines.max(1))).max(1) as u8;
         let chunks = split_points(tf);
         let last = chunks.len() - 1;
@@ -97,13 +99,28 @@ pub fn write_with_date(
     Ok(())
 }
 
-/// Cues in start order (stable), without copying them when they already are.
+/// The cues a writer emits, in (start, end) order (stable): cues with no visible text are left
+/// out, as every reader would drop them anyway.
 pub(crate) fn start_order(cues: &[Cue]) -> Vec<&Cue> {
-    let mut order: Vec<&Cue> = cues.iter().collect();
-    if !cues.windows(2).all(|w| w[0].start <= w[1].start) {
-        order.sort_by_key(|c| c.start);
+    let mut order: Vec<&Cue> = cues
+        .iter()
+        .filter(|c| visible_lines(c).next().is_some())
+        .collect();
+    if !order
+        .windows(2)
+        .all(|w| (w[0].start, w[0].end) <= (w[1].start, w[1].end))
+    {
+        order.sort_by_key(|c| (c.start, c.end));
     }
     order
+}
+
+/// The lines a cue displays: its lines split at embedded CR/LF, blank ones left out.
+pub(crate) fn visible_lines(cue: &Cue) -> impl Iterator<Item = &str> + Clone {
+    cue.lines
+        .iter()
+        .flat_map(|l| l.split(['\r', '\n']))
+        .filter(|l| !l.trim().is_empty())
 }
 
 /// The DFC's nominal rate: 30 for 30000/1001, 30/1 and 60/1; 25 for everything else (25/1,
@@ -122,12 +139,17 @@ fn frames(t: Millis, fps: u32) -> u64 {
     ((ms * u128::from(fps) * 2 + 1000) / 2000).min(u128::from(u64::MAX)) as u64
 }
 
-/// TCI/TCO bytes hh mm ss ff for a frame count. Hours are binary, so up to 255 fit; later times
-/// clamp to 255:59:59 and the last frame (over ten days, no real programme is that long).
+/// The frame number of 255:59:59 and the last frame: TCI/TCO hours are one binary byte.
+fn last_frame(fps: u32) -> u64 {
+    256 * 3600 * u64::from(fps) - 1
+}
+
+/// TCI/TCO bytes hh mm ss ff for a frame count. Hours are binary, so up to 255 fit (design
+/// decision: Tech 3264 only shows 00–23, but readers take the byte as it is); later times clamp
+/// to 255:59:59 and the last frame, and [`write`] leaves out cues that start there.
 fn split_frames(total: u64, fps: u32) -> [u8; 4] {
+    let total = total.min(last_frame(fps));
     let fps = u64::from(fps);
-    let max = (256 * 3600 - 1) * fps + (fps - 1);
-    let total = total.min(max);
     let secs = total / fps;
     [
         (secs / 3600) as u8,
@@ -152,7 +174,7 @@ fn cue_timecodes(cue: &Cue, fps: u32) -> ([u8; 4], [u8; 4]) {
 /// takes two rows). Lines are trimmed: centred teletext has no use for edge spaces.
 fn text_field(cue: &Cue) -> Vec<u8> {
     let mut tf = Vec::with_capacity(TF_LEN);
-    for (i, line) in cue.lines.iter().enumerate() {
+    for (i, line) in visible_lines(cue).enumerate() {
         if i > 0 {
             tf.extend_from_slice(&[0x8A, 0x8A]);
         }
@@ -211,7 +233,9 @@ fn gsi_block(
     g[11] = b'1'; // DSC: teletext level 1
     g[12..14].copy_from_slice(b"00"); // CCT: ISO 6937
     g[14..16].copy_from_slice(&language_code(&opts.language));
-    let title = CodePage::Cp850.encode(opts.title.trim(), 32);
+    // OPT is one line of 32 characters: line breaks and runs of whitespace become one space.
+    let title = opts.title.split_whitespace().collect::<Vec<_>>().join(" ");
+    let title = CodePage::Cp850.encode(&title, 32);
     g[16..16 + title.len()].copy_from_slice(&title);
     let (y, m, d) = date;
     let mut ymd = [0u8; 6];
@@ -228,7 +252,7 @@ fn gsi_block(
     g[253..255].copy_from_slice(b"23"); // MNR
     g[255] = b'1'; // TCS
     g[256..264].copy_from_slice(b"00000000"); // TCP
-    // TCF: the first TCI as HHMMSSFF; two hour digits only, so a first cue past 99 h clamps.
+                                              // TCF: the first TCI as HHMMSSFF; two hour digits only, so a first cue past 99 h clamps.
     let tcf = match first {
         Some([h, m, s, f]) if h < 100 => [h, m, s, f],
         Some(_) => [99, 59, 59, (fps - 1) as u8],
@@ -382,7 +406,7 @@ fn err(offset: usize, message: impl Into<String>) -> ParseError {
 enum Charset {
     Iso6937,
     /// ISO 8859-5/6/7/8: characters of bytes A0h–FFh.
-    Iso8859([char; 96]),
+    Iso8859(Box<[char; 96]>),
 }
 
 impl Charset {
@@ -402,7 +426,7 @@ impl Charset {
             let (text, _) = encoding.decode_without_bom_handling(&byte);
             *slot = text.chars().next().unwrap_or('\u{FFFD}');
         }
-        Some(Charset::Iso8859(table))
+        Some(Charset::Iso8859(Box::new(table)))
     }
 }
 
@@ -433,13 +457,22 @@ pub fn parse_gsi(input: &[u8]) -> Result<Gsi, ParseError> {
     let Some(gsi) = input.get(..GSI_LEN) else {
         return Err(err(
             input.len(),
-            format!("file is {} bytes, shorter than the 1024-byte gsi block", input.len()),
+            format!(
+                "file is {} bytes, shorter than the 1024-byte gsi block",
+                input.len()
+            ),
         ));
     };
     let ascii = |from: usize, to: usize| -> String {
         gsi[from..to]
             .iter()
-            .map(|&b| if (0x20..0x7F).contains(&b) { b as char } else { '?' })
+            .map(|&b| {
+                if (0x20..0x7F).contains(&b) {
+                    b as char
+                } else {
+                    '?'
+                }
+            })
             .collect::<String>()
             .trim()
             .to_string()
@@ -450,11 +483,19 @@ pub fn parse_gsi(input: &[u8]) -> Result<Gsi, ParseError> {
         "STL30.01" => 30,
         "STL24.01" | "STL23.01" => 24,
         "STL50.01" => 50,
-        _ => return Err(err(3, format!("unknown disk format code (dfc) {disk_format:?}"))),
+        _ => {
+            return Err(err(
+                3,
+                format!("unknown disk format code (dfc) {disk_format:?}"),
+            ))
+        }
     };
     let character_table = ascii(12, 14);
     if Charset::from_cct(&gsi[12..14]).is_none() {
-        return Err(err(12, format!("unknown character code table (cct) {character_table:?}")));
+        return Err(err(
+            12,
+            format!("unknown character code table (cct) {character_table:?}"),
+        ));
     }
     let code_page = ascii(0, 3);
     let page = if code_page == "437" {
@@ -492,13 +533,14 @@ pub fn parse(input: &[u8]) -> Result<Vec<Cue>, ParseError> {
     let gsi = parse_gsi(input)?;
     let charset = Charset::from_cct(&input[12..14]).unwrap_or(Charset::Iso6937);
     let body = &input[GSI_LEN..];
-    if body.len() % TTI_LEN != 0 {
+    let rest = body.len() % TTI_LEN;
+    if rest > 0 {
         let whole = body.len() / TTI_LEN;
         return Err(err(
             GSI_LEN + whole * TTI_LEN,
             format!(
                 "truncated tti block: {} bytes left after {whole} whole blocks",
-                body.len() % TTI_LEN
+                rest
             ),
         ));
     }
@@ -607,24 +649,20 @@ fn decode_text(tf: &[u8], charset: &Charset) -> Vec<String> {
                     push_cell(&mut lines, Cell::Char(c));
                 }
                 Charset::Iso6937 if iso6937::is_diacritic(b) => {
-                    let next = tf.get(i + 1).copied();
-                    match next {
-                        Some(base @ 0x20..=0x7E) => {
-                            if let Some(c) = iso6937::compose(b, base) {
-                                push_cell(&mut lines, Cell::Char(c));
-                            } else {
-                                // A pair outside the repertoire: the letter plus the combining
-                                // accent, composed below where Unicode has a precomposed form.
-                                push_cell(&mut lines, Cell::Char(base as char));
-                                if let Some(mark) = combining_mark(b) {
-                                    push_cell(&mut lines, Cell::Char(mark));
-                                }
+                    // A diacritic with no letter after it is dropped.
+                    if let Some(base @ 0x20..=0x7E) = tf.get(i + 1).copied() {
+                        if let Some(c) = iso6937::compose(b, base) {
+                            push_cell(&mut lines, Cell::Char(c));
+                        } else {
+                            // A pair outside the repertoire: the letter plus the combining
+                            // accent, composed below where Unicode has a precomposed form.
+                            push_cell(&mut lines, Cell::Char(base as char));
+                            if let Some(mark) = combining_mark(b) {
+                                push_cell(&mut lines, Cell::Char(mark));
                             }
-                            i += 2;
-                            continue;
                         }
-                        // A diacritic with no letter after it is dropped.
-                        _ => {}
+                        i += 2;
+                        continue;
                     }
                 }
                 Charset::Iso6937 => {
@@ -696,7 +734,12 @@ mod tests {
     use super::*;
 
     fn cue(start: i64, end: i64, lines: &[&str]) -> Cue {
-        Cue::from_lines(1, Millis(start), Millis(end), lines.iter().map(|s| s.to_string()).collect())
+        Cue::from_lines(
+            1,
+            Millis(start),
+            Millis(end),
+            lines.iter().map(|s| s.to_string()).collect(),
+        )
     }
 
     #[test]
@@ -750,7 +793,10 @@ mod tests {
 
     #[test]
     fn control_codes_between_letters_read_as_spaces() {
-        let lines = decode_text(b"\x0d\x0b\x0ba\x07b \x80c\x81\x0a\x0a\x8a\x8a\x0d\x0b\x0bd\x0a\x0a", &Charset::Iso6937);
+        let lines = decode_text(
+            b"\x0d\x0b\x0ba\x07b \x80c\x81\x0a\x0a\x8a\x8a\x0d\x0b\x0bd\x0a\x0a",
+            &Charset::Iso6937,
+        );
         assert_eq!(lines, ["a b c", "d"]);
         let single = decode_text(b"one\x8atwo\x8a", &Charset::Iso6937);
         assert_eq!(single, ["one", "two"]);

@@ -45,10 +45,11 @@ const TAIL: &[u8] = b"    </div>\n  </body>\n</tt>\n";
 
 /// Writes `cues` as an IMSC 1.1 Text document to `out`.
 ///
-/// Cues are written in start order (stable), numbered `c1`, `c2`, … in that order. Each time has
-/// `opts.offset` added and is clamped at zero; an end that would not follow its start is moved to
-/// start + 1 ms. Whitespace inside a line is collapsed and trimmed, as every TTML reader would do
-/// anyway, so that reading the file back gives exactly the lines written.
+/// Cues are written in (start, end) order (stable), numbered `c1`, `c2`, … in that order; cues
+/// without visible text are left out, and lines are split at embedded CR/LF with blank ones
+/// dropped. Each time has `opts.offset` added and is clamped at zero; an end that would not
+/// follow its start is moved to start + 1 ms. Whitespace inside a line is collapsed and trimmed,
+/// as every TTML reader would do anyway, so that reading the file back gives the lines written.
 pub fn write(cues: &[Cue], opts: &WriteOptions, out: &mut dyn Write) -> Result<(), WriteError> {
     let mut buf: Vec<u8> = Vec::with_capacity(CHUNK + 4096);
     buf.extend_from_slice(HEAD_1);
@@ -68,7 +69,7 @@ pub fn write(cues: &[Cue], opts: &WriteOptions, out: &mut dyn Write) -> Result<(
         buf.extend_from_slice(b"\" end=\"");
         push_clock(&mut buf, end.0);
         buf.extend_from_slice(b"\">");
-        for (i, line) in cue.lines.iter().enumerate() {
+        for (i, line) in crate::stl::visible_lines(cue).enumerate() {
             if i > 0 {
                 buf.extend_from_slice(b"<br/>");
             }
@@ -90,9 +91,18 @@ pub fn write(cues: &[Cue], opts: &WriteOptions, out: &mut dyn Write) -> Result<(
 /// lines, the document of formats.md §3) and at most 80%. Its `displayAlign="after"` keeps the
 /// text at the bottom, so a taller region only prevents clipping of three-line and longer cues.
 fn write_region(buf: &mut Vec<u8>, cues: &[Cue]) {
-    let lines = cues.iter().map(|c| c.lines.len()).max().unwrap_or(0).max(2);
+    let lines = cues
+        .iter()
+        .map(|c| crate::stl::visible_lines(c).count())
+        .max()
+        .unwrap_or(0)
+        .max(2);
     // lines × 25/3 percent, rounded up to a multiple of 5.
-    let height = (lines * 25).div_ceil(3).div_ceil(5).saturating_mul(5).min(80);
+    let height = (lines * 25)
+        .div_ceil(3)
+        .div_ceil(5)
+        .saturating_mul(5)
+        .min(80);
     push_decimal(buf, 90 - height as u64);
     buf.extend_from_slice(b"%\" tts:extent=\"80% ");
     push_decimal(buf, height as u64);
@@ -154,7 +164,9 @@ fn escape_into(buf: &mut Vec<u8>, text: &str, attribute: bool) {
             b' ' => bytes.get(i + 1).is_some_and(|n| n.is_ascii_whitespace()),
             0x00..=0x1F => true,
             // U+FFFE and U+FFFF (EF BF BE/BF) are not XML characters.
-            0xEF => bytes.get(i + 1) == Some(&0xBF) && matches!(bytes.get(i + 2), Some(0xBE | 0xBF)),
+            0xEF => {
+                bytes.get(i + 1) == Some(&0xBF) && matches!(bytes.get(i + 2), Some(0xBE | 0xBF))
+            }
             _ => false,
         };
         if !special {
@@ -169,7 +181,10 @@ fn escape_into(buf: &mut Vec<u8>, text: &str, attribute: bool) {
             b'"' => buf.extend_from_slice(b"&quot;"),
             b' ' | b'\t' | b'\n' | b'\r' => {
                 buf.push(b' ');
-                while bytes.get(i + 1).is_some_and(|n| matches!(n, b' ' | b'\t' | b'\n' | b'\r')) {
+                while bytes
+                    .get(i + 1)
+                    .is_some_and(|n| matches!(n, b' ' | b'\t' | b'\n' | b'\r'))
+                {
                     i += 1;
                 }
             }
@@ -247,7 +262,9 @@ fn parse_decimal(text: &str) -> Option<(u128, u128)> {
     let frac = &frac[..frac.len().min(9)];
     let mut mantissa: u128 = 0;
     for b in int.bytes().chain(frac.bytes()) {
-        mantissa = mantissa.checked_mul(10)?.checked_add(u128::from(b - b'0'))?;
+        mantissa = mantissa
+            .checked_mul(10)?
+            .checked_add(u128::from(b - b'0'))?;
         if mantissa > 1_000_000_000_000_000_000_000_000 {
             return None;
         }
@@ -273,11 +290,17 @@ fn parse_time(text: &str, base: &TimeBase) -> Option<i64> {
             "m" => (60_000, 1),
             "s" => (1000, 1),
             "ms" => (1, 1),
-            "f" => (1000 * u128::from(base.frame_den), u128::from(base.frame_num)),
+            "f" => (
+                1000 * u128::from(base.frame_den),
+                u128::from(base.frame_num),
+            ),
             "t" => (1000, u128::from(base.tick_rate)),
             _ => return None,
         };
-        div_round(mantissa.checked_mul(unit_num)?, scale.checked_mul(unit_den)?)?
+        div_round(
+            mantissa.checked_mul(unit_num)?,
+            scale.checked_mul(unit_den)?,
+        )?
     };
     if ms > MAX_MS {
         return None;
@@ -371,10 +394,16 @@ struct Paragraph {
     end: Option<i64>,
     offset: usize,
     lines: Vec<String>,
+    /// `xml:space="preserve"` on the `p` or above: lines are kept as written.
+    preserve: bool,
 }
 
 fn err(offset: u64, message: impl Into<String>) -> ParseError {
-    ParseError::new(Format::Ttml, usize::try_from(offset).unwrap_or(usize::MAX), message)
+    ParseError::new(
+        Format::Ttml,
+        usize::try_from(offset).unwrap_or(usize::MAX),
+        message,
+    )
 }
 
 /// The attributes the reader uses, resolved by namespace URI.
@@ -425,7 +454,10 @@ pub fn parse(input: &[u8]) -> Result<Vec<Cue>, ParseError> {
                 let attrs = read_attrs(&reader, e, before)?;
                 if !seen_root {
                     if !(in_tt && local == b"tt") {
-                        return Err(err(before, "the root element is not a tt element in the ttml namespace"));
+                        return Err(err(
+                            before,
+                            "the root element is not a tt element in the ttml namespace",
+                        ));
                     }
                     seen_root = true;
                     base = read_time_base(&reader, e, before)?;
@@ -472,14 +504,15 @@ pub fn parse(input: &[u8]) -> Result<Vec<Cue>, ParseError> {
                     preserve,
                 };
                 if matches!(kind, Kind::Container | Kind::Paragraph) {
-                    let time = |v: &Option<String>, what: &str| -> Result<Option<i64>, ParseError> {
-                        match v {
-                            None => Ok(None),
-                            Some(s) => parse_time(s, &base)
-                                .map(Some)
-                                .ok_or_else(|| err(before, format!("bad {what} time expression {s:?}"))),
-                        }
-                    };
+                    let time =
+                        |v: &Option<String>, what: &str| -> Result<Option<i64>, ParseError> {
+                            match v {
+                                None => Ok(None),
+                                Some(s) => parse_time(s, &base).map(Some).ok_or_else(|| {
+                                    err(before, format!("bad {what} time expression {s:?}"))
+                                }),
+                            }
+                        };
                     let begin = time(&attrs.begin, "begin")?;
                     let end = time(&attrs.end, "end")?;
                     let dur = time(&attrs.dur, "dur")?;
@@ -500,6 +533,7 @@ pub fn parse(input: &[u8]) -> Result<Vec<Cue>, ParseError> {
                         end: frame.end,
                         offset: before as usize,
                         lines: vec![String::new()],
+                        preserve,
                     });
                     if empty {
                         finish_paragraph(&mut paragraph, &mut cues)?;
@@ -547,7 +581,10 @@ pub fn parse(input: &[u8]) -> Result<Vec<Cue>, ParseError> {
         return Err(err(0, "no tt element: the document is empty"));
     }
     if !stack.is_empty() {
-        return Err(err(reader.buffer_position(), "the document ends inside an element"));
+        return Err(err(
+            reader.buffer_position(),
+            "the document ends inside an element",
+        ));
     }
     cues.sort_by_key(|c| c.start);
     for (i, cue) in cues.iter_mut().enumerate() {
@@ -572,11 +609,18 @@ fn add_text(p: &mut Paragraph, text: &str, preserve: bool) {
 }
 
 /// Turns the collected paragraph into a cue: whitespace collapsed and trimmed per line.
-fn finish_paragraph(paragraph: &mut Option<Paragraph>, cues: &mut Vec<Cue>) -> Result<(), ParseError> {
+fn finish_paragraph(
+    paragraph: &mut Option<Paragraph>,
+    cues: &mut Vec<Cue>,
+) -> Result<(), ParseError> {
     let Some(p) = paragraph.take() else {
         return Ok(());
     };
-    let mut lines: Vec<String> = p.lines.iter().map(|l| collapse(l)).collect();
+    let mut lines: Vec<String> = if p.preserve {
+        p.lines.clone()
+    } else {
+        p.lines.iter().map(|l| collapse(l)).collect()
+    };
     if lines.len() == 1 && lines[0].is_empty() {
         lines.clear();
     }
@@ -584,17 +628,26 @@ fn finish_paragraph(paragraph: &mut Option<Paragraph>, cues: &mut Vec<Cue>) -> R
         if lines.is_empty() {
             return Ok(());
         }
-        return Err(err(p.offset as u64, "p element has no end time (no end or dur on it or its parents)"));
+        return Err(err(
+            p.offset as u64,
+            "p element has no end time (no end or dur on it or its parents)",
+        ));
     };
-    let start = Millis(p.begin);
-    cues.push(Cue::from_lines(0, start, Millis(end).max(start), lines));
+    // A paragraph clipped away by its parent's end is never shown.
+    if end <= p.begin {
+        return Ok(());
+    }
+    cues.push(Cue::from_lines(0, Millis(p.begin), Millis(end), lines));
     Ok(())
 }
 
 /// Collapses runs of XML whitespace into one space and trims both ends.
 fn collapse(line: &str) -> String {
     let mut out = String::with_capacity(line.len());
-    for word in line.split([' ', '\t', '\n', '\r']).filter(|w| !w.is_empty()) {
+    for word in line
+        .split([' ', '\t', '\n', '\r'])
+        .filter(|w| !w.is_empty())
+    {
         if !out.is_empty() {
             out.push(' ');
         }
@@ -603,7 +656,11 @@ fn collapse(line: &str) -> String {
     out
 }
 
-fn read_attrs(reader: &NsReader<&[u8]>, e: &BytesStart, at: u64) -> Result<TimingAttrs, ParseError> {
+fn read_attrs(
+    reader: &NsReader<&[u8]>,
+    e: &BytesStart,
+    at: u64,
+) -> Result<TimingAttrs, ParseError> {
     let mut out = TimingAttrs::default();
     for attr in e.attributes() {
         let attr = attr.map_err(|x| err(at, format!("bad attribute: {x}")))?;
@@ -634,7 +691,11 @@ fn value(attr: &quick_xml::events::attributes::Attribute, at: u64) -> Result<Str
 }
 
 /// Reads `ttp:frameRate`, `ttp:frameRateMultiplier`, `ttp:subFrameRate` and `ttp:tickRate`.
-fn read_time_base(reader: &NsReader<&[u8]>, e: &BytesStart, at: u64) -> Result<TimeBase, ParseError> {
+fn read_time_base(
+    reader: &NsReader<&[u8]>,
+    e: &BytesStart,
+    at: u64,
+) -> Result<TimeBase, ParseError> {
     let mut rate: Option<u64> = None;
     let mut multiplier = (1u64, 1u64);
     let mut sub = 1u64;
