@@ -207,8 +207,8 @@ fn manual_line_and_cue_breaks_are_honoured() {
         300,
         50,
     );
-    w[4].break_after = Some(Break::Line); // after "and"
-    w[8].break_after = Some(Break::Cue); // after "of"
+    w[4].break_after = Some(Break::Line); // after "sentence"
+    w[8].break_after = Some(Break::Cue); // after "second part"
     check("manual_breaks", &w, &Settings::default(), FPS);
 }
 

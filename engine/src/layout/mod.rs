@@ -51,6 +51,8 @@ pub(crate) struct Params {
     hard_pause: i64,
     /// Cost of each line beyond the first (dramatic prefers fewer lines).
     line_cost: i64,
+    /// Cost of a one-word cue (low in audiogram mode, where short cues are the point).
+    orphan_cost: i64,
     split_on_punctuation: bool,
     gap_frames: u32,
     /// The frame gap in ms.
@@ -142,7 +144,8 @@ impl Params {
                 700
             },
             hard_pause: if audiogram { 300 } else { HARD_PAUSE_MS },
-            line_cost: if dramatic { 60 } else { 10 },
+            line_cost: if dramatic { 40 } else { 10 },
+            orphan_cost: if audiogram { 40 } else { 170 },
             split_on_punctuation: s.split_on_punctuation,
             gap_frames: s.min_frames_between_subtitles,
             gap_ms: fr.frames_duration(s.min_frames_between_subtitles).0,

@@ -186,8 +186,8 @@ fn punctuation_flags(s: &str) -> (u8, u16) {
     }
 }
 
-/// Articles, prepositions, conjunctions and possessives after which a break reads badly (English
-/// first, and the commonest ones of Dutch, German, French and Spanish).
+/// Articles, prepositions, conjunctions, possessives and subject pronouns after which a break reads
+/// badly (English first, and the commonest ones of Dutch, German, French and Spanish).
 fn is_weak(s: &str) -> bool {
     let b = s.as_bytes();
     if b.is_empty() || b.len() > 7 || !s.is_ascii() {
@@ -234,6 +234,19 @@ fn is_weak(s: &str) -> bool {
             | b"this"
             | b"these"
             | b"those"
+            | b"i"
+            | b"he"
+            | b"she"
+            | b"we"
+            | b"they"
+            | b"it"
+            | b"who"
+            | b"which"
+            | b"whose"
+            | b"where"
+            | b"when"
+            | b"until"
+            | b"unless"
             | b"de"
             | b"het"
             | b"een"

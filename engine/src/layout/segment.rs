@@ -5,11 +5,14 @@ use super::prepare::{Unit, CLAUSE, CUE_AFTER, LINE_AFTER, MID_WORD, SENT_END, WE
 use super::Params;
 
 /// Cost units: one "point" is roughly what one badly placed break is worth.
-const CUE_COST: i64 = 120;
-const ORPHAN_COST: i64 = 170;
+const CUE_COST: i64 = 70;
 const SENTENCE_ORPHAN_COST: i64 = 40;
 const INTERNAL_PAUSE_COST: i64 = 150;
 const DIALOGUE_COST: i64 = 10;
+/// A new sentence that starts inside a cue and runs on into the next one.
+const TAIL_COST: i64 = 100;
+/// A cue that opens with the end of the previous cue's sentence and then starts another.
+const HEAD_COST: i64 = 50;
 /// A cue shorter than this (ms) flashes by: 5/6 s.
 pub const FLASH_MS: i64 = 833;
 
@@ -119,7 +122,7 @@ fn break_cost(p: &Params, units: &[Unit], u: usize) -> i64 {
     } else if a.has(LINE_AFTER) {
         10
     } else {
-        100
+        160
     };
     let gap = b.start - a.end;
     if gap >= p.pause_threshold {
@@ -163,6 +166,9 @@ fn smart_run(
         };
         let mut chars: i64 = last.g as i64;
         let mut max_gap: i64 = 0;
+        // Whether a sentence ends inside the cue (before its last unit).
+        let mut inner_end = false;
+        let open_end = j < b && !last.has(SENT_END) && units[j].speaker == last.speaker;
         let mut best_cost = i64::MAX;
         let mut best_i = j - 1;
         let mut i = j - 1;
@@ -175,6 +181,9 @@ fn smart_run(
                 let gap = nx.start - u.end;
                 if gap > max_gap {
                     max_gap = gap;
+                }
+                if u.has(SENT_END) {
+                    inner_end = true;
                 }
                 if let Some(md) = p.max_dur {
                     if last.end - u.start > md {
@@ -253,13 +262,21 @@ fn smart_run(
                     let whole =
                         (i == 0 || units[i - 1].has(SENT_END) || i == a) && (u.has(SENT_END) || j == b);
                     cost += if whole {
-                        SENTENCE_ORPHAN_COST
+                        SENTENCE_ORPHAN_COST.min(p.orphan_cost)
                     } else {
-                        ORPHAN_COST
+                        p.orphan_cost
                     };
                 }
                 if max_gap >= p.pause_threshold {
                     cost += INTERNAL_PAUSE_COST + ((max_gap - p.pause_threshold) / 10).min(500);
+                }
+                if inner_end {
+                    if open_end {
+                        cost += TAIL_COST;
+                    }
+                    if i > a && !units[i - 1].has(SENT_END) && units[i - 1].speaker == u.speaker {
+                        cost += HEAD_COST;
+                    }
                 }
                 if fit.dialogue {
                     cost += DIALOGUE_COST;
