@@ -633,20 +633,28 @@ fn surface_of(text: &str) -> String {
 }
 
 /// The content term of a surface form: lowercased letters and digits with plurals folded, or
-/// `None` for stop words, numbers and words under three letters.
+/// `None` for stop words, numbers and words under three letters (two in CJK scripts).
 fn term_key(surface: &str) -> Option<String> {
     let lower: String = surface
         .chars()
         .filter(|c| c.is_alphanumeric())
         .flat_map(char::to_lowercase)
         .collect();
-    if lower.chars().count() < 3 || lower.chars().all(|c| c.is_numeric()) {
+    // Chinese and Japanese words are short: two characters already carry a topic there.
+    let min_chars = if lower.chars().any(is_cjk) { 2 } else { 3 };
+    if lower.chars().count() < min_chars || lower.chars().all(|c| c.is_numeric()) {
         return None;
     }
     if STOP_WORDS.binary_search(&lower.as_str()).is_ok() {
         return None;
     }
     Some(fold_plural(lower))
+}
+
+/// Han, kana and Hangul: scripts whose words are often one or two characters long.
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF | 0xF900..=0xFAFF)
 }
 
 /// Folds common plural endings so `rocket` and `rockets` are one term.
@@ -925,6 +933,14 @@ mod tests {
         // Only stop words: the title falls back to the first words.
         let found = chapters(&speech(&["and the of it is"]));
         assert_eq!(found[0].title, "and the of");
+    }
+
+    #[test]
+    fn chapter_titles_use_cjk_words() {
+        let words = speech(&["火箭 发射 火箭 燃料 的 了", "火箭 燃料 轨道"]);
+        let found = chapters(&words);
+        assert_eq!(found.len(), 1);
+        assert!(found[0].title.starts_with("火箭"), "{}", found[0].title);
     }
 
     #[test]

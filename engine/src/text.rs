@@ -210,6 +210,13 @@ fn is_closing(c: char) -> bool {
     )
 }
 
+/// Whether a filler's trailing punctuation is a hesitation ellipsis (`uh...`, `um…`) rather than
+/// the end of a sentence.
+fn trails_off(trail: &str) -> bool {
+    let trail = trail.trim_end_matches(is_closing);
+    (trail.ends_with("..") || trail.ends_with('…')) && !trail.contains(['?', '!', '？', '！'])
+}
+
 /// Whether `text` ends a sentence: its last sentence-ending mark comes after its last letter.
 fn ends_sentence(text: &str) -> bool {
     let (_, _, trail) = split_affixes(text, char::is_alphanumeric);
@@ -252,7 +259,7 @@ fn capitalise_first_letter(text: &mut String) {
 ///   (a transcript without capitals, as pocketsphinx gives, stays without them);
 /// - the commas that bracketed a filler go with it: `we, uh, went` -> `we went`;
 /// - a filler that carried the sentence end hands it to the previous word: `we went, um.` ->
-///   `we went.`;
+///   `we went.` (a trailing ellipsis, `uh...`, is hesitation, not a sentence end: it goes too);
 /// - a filler left dangling at the very end takes the comma before it along: `and then, uh` ->
 ///   `and then`;
 /// - an opening mark before a filler (`¿Eh, vienes?`) moves to the next word (`¿Vienes?`);
@@ -299,7 +306,8 @@ pub fn clean_words(words: &[Word], language: &str) -> Vec<Word> {
             prev.break_after.get_or_insert(b);
         }
 
-        if trail.chars().any(is_sentence_end) {
+        let trails_off = trails_off(trail);
+        if trail.chars().any(is_sentence_end) && !trails_off {
             // The filler ended the sentence: the previous word ends it now.
             if let Some(prev) = out.last_mut().filter(|w| !ends_sentence(&w.text)) {
                 strip_trailing_clause_marks(&mut prev.text);
@@ -314,8 +322,8 @@ pub fn clean_words(words: &[Word], language: &str) -> Vec<Word> {
         let starts_capitalised = core.chars().next().is_some_and(char::is_uppercase);
         if at_sentence_start {
             capitalise_next |= starts_capitalised;
-        } else if trail.chars().any(is_clause_mark) {
-            // `we, uh, went`: the comma pair bracketed the filler.
+        } else if trail.chars().any(is_clause_mark) || trails_off {
+            // `we, uh, went` and `we, uh... went`: the marks bracketed the filler.
             if let Some(prev) = out.last_mut() {
                 strip_trailing_clause_marks(&mut prev.text);
             }
@@ -568,6 +576,16 @@ mod tests {
         assert_eq!(clean("We went, um. Then", "en"), "We went. Then");
         assert_eq!(clean("Really, uh?", "en"), "Really?");
         assert_eq!(clean("Done. Um.", "en"), "Done.");
+    }
+
+    #[test]
+    fn clean_version_treats_a_trailing_ellipsis_as_hesitation_not_a_sentence_end() {
+        assert_eq!(
+            clean("we went, uh... to the shop", "en"),
+            "we went to the shop"
+        );
+        assert_eq!(clean("Uh… we went.", "en"), "We went.");
+        assert_eq!(clean("and then, um...", "en"), "and then");
     }
 
     #[test]
