@@ -32,12 +32,15 @@ pub fn media_path(data_dir: &Path, job_id: &str) -> PathBuf {
 }
 
 fn decode_hex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+    s.as_bytes()
+        .chunks(2)
+        .map(|pair| match pair {
+            [hi, lo] => {
+                let digit = |c: u8| (c as char).to_digit(16);
+                Some((digit(*hi)? * 16 + digit(*lo)?) as u8)
+            }
+            _ => None,
+        })
         .collect()
 }
 
