@@ -153,6 +153,62 @@ impl ApiError {
         }
     }
 
+    /// One value of every variant, for checks of the code table (the OpenAPI test, docs).
+    pub fn catalogue() -> Vec<ApiError> {
+        vec![
+            ApiError::InvalidJson(String::new()),
+            ApiError::InvalidRequest(Vec::new()),
+            ApiError::InvalidJobId,
+            ApiError::InvalidTranscriptId,
+            ApiError::InvalidFormat,
+            ApiError::InvalidMaxChars,
+            ApiError::UnsupportedFormat,
+            ApiError::InvalidOffset,
+            ApiError::MissingApiKey,
+            ApiError::MalformedApiKey,
+            ApiError::InvalidApiKey,
+            ApiError::InsufficientCredits {
+                required_cents: 0,
+                available_cents: 0,
+            },
+            ApiError::PlatformQuotaReached,
+            ApiError::FolderNotFound,
+            ApiError::PresetNotFound,
+            ApiError::JobNotFound,
+            ApiError::TranscriptNotFound {
+                transcripts: Vec::new(),
+            },
+            ApiError::NoActiveOwner,
+            ApiError::JobNotReady {
+                status: String::new(),
+            },
+            ApiError::TranscriptNotReady {
+                status: String::new(),
+            },
+            ApiError::JobFailed,
+            ApiError::TranscriptFailed,
+            ApiError::PlanLimitExceeded {
+                details: Value::Null,
+            },
+            ApiError::RateLimited { retry_after: 1 },
+            ApiError::SourceUrlNotSupported,
+            ApiError::BillingUnavailable,
+            ApiError::NotFound,
+            ApiError::MethodNotAllowed {
+                allow: String::new(),
+            },
+            ApiError::InvalidSignature,
+            ApiError::UploadExpired,
+            ApiError::ContentTypeMismatch {
+                expected: String::new(),
+            },
+            ApiError::LengthMismatch { expected: 0 },
+            ApiError::AlreadyUploaded,
+            ApiError::BodyTooLarge,
+            ApiError::Internal(String::new()),
+        ]
+    }
+
     /// The stable identifier clients switch on.
     pub fn code(&self) -> &'static str {
         self.code_and_status().0

@@ -348,6 +348,112 @@ pub async fn run(listener: TcpListener, app: Arc<App>, shutdown: impl Future<Out
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::{BTreeMap, BTreeSet};
+
+    fn openapi() -> Value {
+        serde_json::from_str(OPENAPI).expect("host/openapi.json is JSON")
+    }
+
+    /// Every (METHOD, path) of the document: API paths relative to `/v1`, the upload path at the
+    /// root (it carries its own `servers`).
+    fn documented_routes(doc: &Value) -> BTreeSet<(String, String)> {
+        let mut out = BTreeSet::new();
+        for (path, item) in doc["paths"].as_object().into_iter().flatten() {
+            for method in ["get", "put", "post", "delete", "patch", "head", "options"] {
+                if item.get(method).is_some() {
+                    out.insert((method.to_ascii_uppercase(), path.clone()));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn openapi_paths_and_methods_match_the_router() {
+        let doc = openapi();
+        assert!(doc["openapi"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("3.1")));
+        assert_eq!(doc["info"]["version"], "1.0.0");
+        let mut routed: BTreeSet<(String, String)> = ROUTES
+            .iter()
+            .map(|(m, p)| (m.to_string(), p.to_string()))
+            .collect();
+        routed.insert((UPLOAD_ROUTE.0.to_string(), UPLOAD_ROUTE.1.to_string()));
+        assert_eq!(documented_routes(&doc), routed);
+        // Each documented route really is answered by the router, and only with its method.
+        for (method, path) in &routed {
+            let concrete = path.replace("{jobId}", "0123456789abcdef01234567");
+            let full = if (method.as_str(), path.as_str()) == UPLOAD_ROUTE {
+                concrete
+            } else {
+                format!("/v1{concrete}")
+            };
+            assert!(route(method, &full).is_ok(), "{method} {full}");
+            assert!(matches!(
+                route("PATCH", &full),
+                Err(ApiError::MethodNotAllowed { .. })
+            ));
+        }
+        // Public routes are exactly those the document marks `security: []`.
+        for (method, path) in &routed {
+            let op = &doc["paths"][path][method.to_ascii_lowercase()];
+            let public = op["security"].as_array().is_some_and(|s| s.is_empty());
+            let is_api_public = PUBLIC_ROUTES.contains(&path.as_str());
+            let is_upload = (method.as_str(), path.as_str()) == UPLOAD_ROUTE;
+            assert_eq!(public, is_api_public || is_upload, "{method} {path}");
+        }
+    }
+
+    #[test]
+    fn openapi_error_codes_match_the_error_enum() {
+        let doc = openapi();
+        let ours: BTreeMap<&str, u16> = ApiError::catalogue()
+            .iter()
+            .map(|e| e.code_and_status())
+            .collect();
+        assert_eq!(ours.len(), ApiError::catalogue().len(), "codes are unique");
+        let listed: BTreeSet<&str> = doc["components"]["schemas"]["ErrorCode"]["enum"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        assert_eq!(listed, ours.keys().copied().collect::<BTreeSet<_>>());
+        // Every response that lists codes lists them under our status for them.
+        let mut responses: Vec<(String, Value)> = Vec::new();
+        for (path, item) in doc["paths"].as_object().into_iter().flatten() {
+            for (method, op) in item.as_object().into_iter().flatten() {
+                for (status, resp) in op["responses"].as_object().into_iter().flatten() {
+                    let resp = match resp["$ref"].as_str() {
+                        Some(r) => {
+                            let name = r.rsplit('/').next().unwrap_or_default();
+                            doc["components"]["responses"][name].clone()
+                        }
+                        None => resp.clone(),
+                    };
+                    responses.push((format!("{method} {path} {status}"), resp));
+                }
+            }
+        }
+        let mut checked = 0;
+        for (at, resp) in responses {
+            let status: u16 = at
+                .rsplit(' ')
+                .next()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
+            for code in resp["x-error-codes"].as_array().into_iter().flatten() {
+                let code = code.as_str().unwrap_or_default();
+                assert_eq!(ours.get(code), Some(&status), "{at}: {code}");
+                checked += 1;
+            }
+        }
+        assert!(
+            checked > 30,
+            "only {checked} codes were listed per response"
+        );
+    }
 
     #[test]
     fn routes_capture_the_job_id_and_tell_404_from_405() {
