@@ -77,10 +77,13 @@ pub fn render(
     }
     // Decorations are dropped where they cannot fit (a one-unit cue that fills its lines).
     let mut k = count_lines(p, cue, prefix, suffix);
-    if k > p.max_lines {
-        prefix = 0;
+    if !fits(p, cue, prefix, suffix, k) {
         suffix = 0;
-        k = count_lines(p, cue, 0, 0);
+        k = count_lines(p, cue, prefix, 0);
+        if !fits(p, cue, prefix, 0, k) {
+            prefix = 0;
+            k = count_lines(p, cue, 0, 0);
+        }
     }
     scratch.starts.clear();
     if p.smart && k >= 2 {
@@ -157,6 +160,15 @@ fn push_line(
 #[inline]
 fn dlen(u: &Unit, k: usize, n: usize, prefix: u32, suffix: u32) -> u32 {
     u.g + if k == 0 { prefix } else { 0 } + if k + 1 == n { suffix } else { 0 }
+}
+
+/// Whether `k` greedy lines are within the limits: few enough, and no decorated unit wider than a
+/// line on its own.
+fn fits(p: &Params, cue: &[Unit], prefix: u32, suffix: u32, k: u32) -> bool {
+    let n = cue.len();
+    k <= p.max_lines
+        && dlen(&cue[0], 0, n, prefix, suffix) <= p.max_chars
+        && dlen(&cue[n - 1], n - 1, n, prefix, suffix) <= p.max_chars
 }
 
 /// Fewest lines the cue can take (greedy fill is optimal for that).

@@ -1,0 +1,181 @@
+//! Property tests: for any words and any valid settings, the layout keeps every invariant of the
+//! contract (nothing lost, hard limits, sorted frame-exact cues N frames apart, determinism).
+
+mod common;
+
+use cuecraft_engine::{
+    layout, Break, ContentProfile, ForbiddenRule, FrameRate, Millis, Settings, SubtitleMode, Word,
+};
+use proptest::prelude::*;
+
+/// Word texts that exercise every path: plain, punctuation, weak words, CJK, RTL, emoji, combining
+/// marks, over-long, empty, whitespace and control characters.
+fn text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => "[a-z]{1,8}[.,?!;]?",
+        1 => Just("the".to_string()),
+        1 => Just("and".to_string()),
+        1 => "[\u{4e00}-\u{4e2f}]{1,4}[。，]?",
+        1 => "[\u{0627}-\u{0645}]{2,6}",
+        1 => Just("👩‍👩‍👧‍👦".to_string()),
+        1 => Just("e\u{301}a\u{308}".to_string()),
+        1 => "[a-z]{20,90}",
+        1 => Just(String::new()),
+        1 => Just(" \n\t".to_string()),
+        1 => Just("a\r\nb".to_string()),
+        1 => Just("(!?...)".to_string()),
+    ]
+}
+
+fn word() -> impl Strategy<Value = Word> {
+    (
+        text(),
+        0i64..3_600_000,
+        -200i64..3000,
+        0u32..3,
+        prop_oneof![8 => Just(None), 1 => Just(Some(Break::Line)), 1 => Just(Some(Break::Cue))],
+    )
+        .prop_map(|(t, s, d, sp, br)| {
+            let mut w = Word::new(t, Millis(s), Millis(s + d), sp);
+            w.break_after = br;
+            w
+        })
+}
+
+/// Mostly realistic speech (sorted, short gaps), sometimes arbitrary times.
+fn words() -> impl Strategy<Value = Vec<Word>> {
+    prop_oneof![
+        prop::collection::vec(word(), 0..60),
+        prop::collection::vec((text(), 0i64..900, 50i64..700, 0u32..2), 0..120).prop_map(|v| {
+            let mut t = 0;
+            v.into_iter()
+                .map(|(x, gap, d, sp)| {
+                    t += gap;
+                    let w = Word::new(x, Millis(t), Millis(t + d), sp);
+                    t += d;
+                    w
+                })
+                .collect()
+        }),
+    ]
+}
+
+fn settings() -> impl Strategy<Value = Settings> {
+    (
+        (any::<bool>(), 10u32..=250, 1u32..=5, 0u32..=100),
+        (
+            prop::option::of(0i64..=60_000),
+            prop::option::of(100i64..=60_000),
+        ),
+        (
+            prop_oneof![
+                Just(ContentProfile::Balanced),
+                Just(ContentProfile::Dramatic),
+                Just(ContentProfile::Dense),
+                Just(ContentProfile::Auto)
+            ],
+            any::<bool>(),
+            any::<bool>(),
+            any::<bool>(),
+            any::<bool>(),
+            -10_000i32..=10_000,
+        ),
+        prop::collection::vec(("[a-z.!—]{1,3}", "[A-Z_]{0,2}"), 0..3),
+    )
+        .prop_map(
+            |(
+                (smart, chars, lines, frames),
+                (min, max),
+                (profile, audiogram, split, dash, ellipsis, shift),
+                forbid,
+            )| {
+                // Valid settings: minDuration never exceeds maxDuration.
+                let (min, max) = match (min, max) {
+                    (Some(a), Some(b)) if a > b => (Some(b), Some(a)),
+                    other => other,
+                };
+                let chars = if chars > 60 && chars % 3 != 0 { chars % 60 + 10 } else { chars };
+                Settings {
+                    format_subtitles: smart,
+                    max_chars_per_line: chars,
+                    max_lines_per_subtitle: lines,
+                    min_duration: min.map(Millis),
+                    max_duration: max.map(Millis),
+                    min_frames_between_subtitles: frames,
+                    content_profile: profile,
+                    subtitle_mode: if audiogram {
+                        SubtitleMode::Audiogram
+                    } else {
+                        SubtitleMode::Default
+                    },
+                    split_on_punctuation: split,
+                    em_dash_on_speaker_change: dash,
+                    ellipsis_continuation: ellipsis,
+                    shift_ms: shift,
+                    forbidden_characters: forbid
+                        .into_iter()
+                        .map(|(chars, replacement)| ForbiddenRule { chars, replacement })
+                        .collect(),
+                    ..Settings::default()
+                }
+            },
+        )
+}
+
+fn frame_rate() -> impl Strategy<Value = FrameRate> {
+    prop_oneof![
+        Just(FrameRate::FPS_25),
+        Just(FrameRate { num: 30000, den: 1001 }),
+        Just(FrameRate { num: 24000, den: 1001 }),
+        Just(FrameRate { num: 60, den: 1 }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 600, ..ProptestConfig::default() })]
+
+    #[test]
+    fn layout_keeps_every_invariant(w in words(), s in settings(), fr in frame_rate()) {
+        let cues = layout(&w, &s, fr);
+        if let Err(e) = common::check_invariants(&w, &s, fr, &cues) {
+            prop_assert!(false, "{e}\n{}", common::render(&cues));
+        }
+        prop_assert_eq!(&cues, &layout(&w, &s, fr), "not deterministic");
+    }
+
+    /// Forbidden characters never reach a line, whatever the words.
+    #[test]
+    fn forbidden_characters_never_reach_a_line(w in words(), fr in frame_rate()) {
+        let s = Settings {
+            forbidden_characters: vec![ForbiddenRule { chars: "e.—".into(), replacement: "#".into() }],
+            ellipsis_continuation: true,
+            ..Settings::default()
+        };
+        let cues = layout(&w, &s, fr);
+        for c in &cues {
+            for l in &c.lines {
+                use unicode_segmentation::UnicodeSegmentation;
+                prop_assert!(l.graphemes(true).all(|g| !matches!(g, "e" | "." | "—")), "{l:?}");
+            }
+        }
+    }
+
+    /// The cue texts hold the words' texts in order (smart mode may only change capitals, and the
+    /// continuation marks are off).
+    #[test]
+    fn greedy_text_is_the_words_text(w in words(), fr in frame_rate()) {
+        let s = Settings { format_subtitles: false, ..Settings::default() };
+        let cues = layout(&w, &s, fr);
+        let lines: String = cues
+            .iter()
+            .flat_map(|c| c.lines.iter())
+            .flat_map(|l| l.split(' '))
+            .map(|t| t.trim_start_matches('\u{2014}'))
+            .collect();
+        let words: String = common::sorted(&w)
+            .iter()
+            .flat_map(|w| w.text.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+            .collect();
+        prop_assert_eq!(lines, words);
+    }
+}
