@@ -45,7 +45,12 @@ const FPS: FrameRate = FrameRate::FPS_25;
 
 #[test]
 fn interview_with_default_settings() {
-    check("interview_default", &input("interview"), &Settings::default(), FPS);
+    check(
+        "interview_default",
+        &input("interview"),
+        &Settings::default(),
+        FPS,
+    );
 }
 
 #[test]
@@ -196,8 +201,14 @@ fn forbidden_characters_are_replaced_in_lines_only() {
     let w = input("interview");
     check("forbidden_characters", &w, &s, FPS);
     let cues = layout(&w, &s, FPS);
-    assert!(cues.iter().flat_map(|c| &c.words).any(|w| w.text == "Really?"));
-    assert!(cues.iter().flat_map(|c| &c.lines).all(|l| !l.contains(['!', '?', '\u{2014}', '\''])));
+    assert!(cues
+        .iter()
+        .flat_map(|c| &c.words)
+        .any(|w| w.text == "Really?"));
+    assert!(cues
+        .iter()
+        .flat_map(|c| &c.lines)
+        .all(|l| !l.contains(['!', '?', '\u{2014}', '\''])));
 }
 
 #[test]
@@ -373,7 +384,12 @@ fn more_than_100_hours() {
     let end = 101 * 3_600_000;
     while t < end {
         for word in sentence.split(' ') {
-            w.push(Word::new(word, Millis(t), Millis(t + 300), (t / 600_000 % 2) as u32));
+            w.push(Word::new(
+                word,
+                Millis(t),
+                Millis(t + 300),
+                (t / 600_000 % 2) as u32,
+            ));
             t += 350;
         }
         t += 900;

@@ -94,7 +94,11 @@ fn settings() -> impl Strategy<Value = Settings> {
                     (Some(a), Some(b)) if a > b => (Some(b), Some(a)),
                     other => other,
                 };
-                let chars = if chars > 60 && chars % 3 != 0 { chars % 60 + 10 } else { chars };
+                let chars = if chars > 60 && chars % 3 != 0 {
+                    chars % 60 + 10
+                } else {
+                    chars
+                };
                 Settings {
                     format_subtitles: smart,
                     max_chars_per_line: chars,
@@ -125,8 +129,14 @@ fn settings() -> impl Strategy<Value = Settings> {
 fn frame_rate() -> impl Strategy<Value = FrameRate> {
     prop_oneof![
         Just(FrameRate::FPS_25),
-        Just(FrameRate { num: 30000, den: 1001 }),
-        Just(FrameRate { num: 24000, den: 1001 }),
+        Just(FrameRate {
+            num: 30000,
+            den: 1001
+        }),
+        Just(FrameRate {
+            num: 24000,
+            den: 1001
+        }),
         Just(FrameRate { num: 60, den: 1 }),
     ]
 }

@@ -80,7 +80,11 @@ impl Prepared {
         let src: &str = if u.has(IN_ARENA) {
             &self.arena
         } else {
-            match self.order.get(u.word as usize).and_then(|&i| words.get(i as usize)) {
+            match self
+                .order
+                .get(u.word as usize)
+                .and_then(|&i| words.get(i as usize))
+            {
                 Some(w) => &w.text,
                 None => "",
             }
@@ -271,7 +275,10 @@ fn is_weak(s: &str) -> bool {
 /// `s` with control characters and line breaks turned into single spaces, trimmed; `None` when
 /// `s` has none.
 fn clean(s: &str) -> Option<String> {
-    if !s.chars().any(|c| c.is_control() || (c.is_whitespace() && c != ' ')) {
+    if !s
+        .chars()
+        .any(|c| c.is_control() || (c.is_whitespace() && c != ' '))
+    {
         return None;
     }
     let mut out = String::with_capacity(s.len());

@@ -151,7 +151,11 @@ fn smart_run(
     for j in a + 1..=b {
         let last = &units[j - 1];
         let suffix = suf(p, units, j);
-        let brk = if j == b { 0 } else { break_cost(p, units, j - 1) };
+        let brk = if j == b {
+            0
+        } else {
+            break_cost(p, units, j - 1)
+        };
         // How far the cue may run on: up to the next cue minus the frame gap.
         let room_end = if j < units.len() {
             units[j].start - p.gap_ms
@@ -195,7 +199,11 @@ fn smart_run(
                 }
                 chars += u.g as i64 + sep as i64;
                 if u.speaker != nx.speaker {
-                    if fit.dialogue || !p.dialogue || fit.lines != 1 || fit.cur + p.dash_len > p.max_chars {
+                    if fit.dialogue
+                        || !p.dialogue
+                        || fit.lines != 1
+                        || fit.cur + p.dash_len > p.max_chars
+                    {
                         break;
                     }
                     fit.dialogue = true;
@@ -259,8 +267,8 @@ fn smart_run(
                     }
                 }
                 if single && run_len > 1 {
-                    let whole =
-                        (i == 0 || units[i - 1].has(SENT_END) || i == a) && (u.has(SENT_END) || j == b);
+                    let whole = (i == 0 || units[i - 1].has(SENT_END) || i == a)
+                        && (u.has(SENT_END) || j == b);
                     cost += if whole {
                         SENTENCE_ORPHAN_COST.min(p.orphan_cost)
                     } else {
@@ -331,7 +339,11 @@ impl Fit {
     pub fn push(&mut self, p: &Params, prev: &Unit, u: &Unit) -> Option<bool> {
         let sep = u.sep as u32;
         if prev.speaker != u.speaker {
-            if self.dialogue || !p.dialogue || self.lines != 1 || self.cur + p.dash_len > p.max_chars {
+            if self.dialogue
+                || !p.dialogue
+                || self.lines != 1
+                || self.cur + p.dash_len > p.max_chars
+            {
                 return None;
             }
             self.dialogue = true;
@@ -410,9 +422,7 @@ fn two_line_cost(
     prefix: u32,
     suffix: u32,
 ) -> i64 {
-    let len = |x: usize, y: usize| -> i64 {
-        (sums[y] - sums[x]) as i64 - units[x].sep as i64
-    };
+    let len = |x: usize, y: usize| -> i64 { (sums[y] - sums[x]) as i64 - units[x].sep as i64 };
     let max = p.max_chars as i64;
     let mut best = i64::MAX;
     for r in i..j - 1 {

@@ -94,7 +94,11 @@ pub fn check_invariants(
     } else {
         settings.max_lines_per_subtitle as usize
     };
-    let max_chars = if audiogram { max_chars.min(20) } else { max_chars };
+    let max_chars = if audiogram {
+        max_chars.min(20)
+    } else {
+        max_chars
+    };
     for (k, c) in cues.iter().enumerate() {
         if c.index as usize != k + 1 {
             return Err(format!("cue {k} has index {}", c.index));
