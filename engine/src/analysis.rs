@@ -44,9 +44,15 @@ const MAX_SENTENCE_WORDS: usize = 60;
 /// In punctuated text a silence this long still ends a sentence.
 const LONG_PAUSE: Millis = Millis(2000);
 /// In unpunctuated text, no pause shorter than this ends a sentence.
-const MIN_SENTENCE_PAUSE: Millis = Millis(300);
+const MIN_SENTENCE_PAUSE: Millis = Millis(200);
 /// Unpunctuated text is split at its largest pauses, aiming at sentences of about this many words.
 const TARGET_SENTENCE_WORDS: usize = 12;
+/// Weight of centrality against novelty when picking highlights (1.0: centrality alone).
+const DIVERSITY_BALANCE: f64 = 0.7;
+/// Cosine similarity at which a sentence counts as a repeat of one already picked.
+const NEAR_REPEAT: f64 = 0.9;
+/// Highlights picked with the novelty term; any beyond are picked by centrality alone.
+const MAX_DIVERSE_PICKS: usize = 20;
 /// Highlights shorter than this many words are scored down in proportion.
 const FULL_WEIGHT_WORDS: f64 = 6.0;
 
@@ -178,8 +184,9 @@ impl<'a> Doc<'a> {
 /// instead, aiming at about 12 words per sentence. Each sentence is a TF-IDF vector over its
 /// content words (stop words of English, Dutch, German, French and Spanish removed, plurals
 /// folded); its score is the cosine similarity to the sum of all other sentences' vectors, scaled
-/// down for sentences under 6 words. Sentences without content words are never highlights; ties
-/// go to the earlier sentence.
+/// down for sentences under 6 words. The picks balance that centrality (weight 0.7) against
+/// similarity to the sentences already picked (0.3), and skip near-repeats of a picked one, so that
+/// highlights cover more than the main point. Sentences without content words are never highlights; ties go to the earlier sentence.
 pub fn highlights(words: &[Word], max: usize) -> Vec<Highlight> {
     let doc = Doc::new(words);
     if max == 0 || doc.len() == 0 {
@@ -223,13 +230,12 @@ pub fn highlights(words: &[Word], max: usize) -> Vec<Highlight> {
             scored.push((score, index));
         }
     }
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    scored.truncate(max);
-    scored.sort_by_key(|&(_, index)| index);
+    let mut picked = select_diverse(&scored, &vectors, max);
+    picked.sort_unstable();
 
-    scored
+    picked
         .into_iter()
-        .filter_map(|(_, index)| {
+        .filter_map(|index| {
             let range = sentences.get(index)?.clone();
             let first = doc.words.get(range.start)?;
             let last = doc.words.get(range.end.checked_sub(1)?)?;
@@ -240,6 +246,79 @@ pub fn highlights(words: &[Word], max: usize) -> Vec<Highlight> {
             })
         })
         .collect()
+}
+
+/// Picks up to `max` of the scored sentences by maximal marginal relevance: each pick maximises
+/// `DIVERSITY_BALANCE * score - (1 - DIVERSITY_BALANCE) * (its largest similarity to a sentence
+/// already picked)`, so highlights cover the transcript instead of repeating its main point; a
+/// sentence at least 0.9 similar to one already picked is not picked while others are left. The
+/// first [`MAX_DIVERSE_PICKS`] picks are chosen so; any further ones by score alone, which keeps
+/// the cost at O(sentences * 20) for any `max`. Ties go to the earlier sentence.
+fn select_diverse(scored: &[(f64, usize)], vectors: &[Vec<(u32, f64)>], max: usize) -> Vec<usize> {
+    let mut by_score: Vec<(f64, usize)> = scored.to_vec();
+    by_score.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    if max >= by_score.len() {
+        return by_score.into_iter().map(|(_, index)| index).collect();
+    }
+    let mut redundancy = vec![0.0f64; by_score.len()];
+    let mut taken = vec![false; by_score.len()];
+    let mut picked = Vec::with_capacity(max);
+    while picked.len() < max.min(MAX_DIVERSE_PICKS) {
+        let mut best: Option<(f64, usize)> = None;
+        for (k, &(score, _)) in by_score.iter().enumerate() {
+            // A near-repeat of a picked sentence is never a second highlight.
+            if taken[k] || redundancy[k] >= NEAR_REPEAT {
+                continue;
+            }
+            let value = DIVERSITY_BALANCE * score - (1.0 - DIVERSITY_BALANCE) * redundancy[k];
+            // by_score is in score order, so a strict `>` keeps the better-scored (then earlier)
+            // sentence on a tie.
+            if best.is_none_or(|(v, _)| value > v) {
+                best = Some((value, k));
+            }
+        }
+        let Some((_, k)) = best else {
+            break;
+        };
+        taken[k] = true;
+        let chosen = by_score[k].1;
+        picked.push(chosen);
+        let Some(chosen_vector) = vectors.get(chosen) else {
+            continue;
+        };
+        for (j, &(_, index)) in by_score.iter().enumerate() {
+            if !taken[j] {
+                let similarity = vectors.get(index).map_or(0.0, |v| dot(v, chosen_vector));
+                redundancy[j] = redundancy[j].max(similarity);
+            }
+        }
+    }
+    for (k, &(_, index)) in by_score.iter().enumerate() {
+        if picked.len() >= max {
+            break;
+        }
+        if !taken[k] {
+            picked.push(index);
+        }
+    }
+    picked
+}
+
+/// Dot product of two sparse vectors sorted by id.
+fn dot(a: &[(u32, f64)], b: &[(u32, f64)]) -> f64 {
+    let (mut i, mut j, mut sum) = (0, 0, 0.0f64);
+    while let (Some(&(ia, wa)), Some(&(ib, wb))) = (a.get(i), b.get(j)) {
+        match ia.cmp(&ib) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                sum += wa * wb;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    sum
 }
 
 /// Unit-length TF-IDF vectors, one per range, as (term id, weight) sorted by id.
@@ -819,6 +898,22 @@ mod tests {
         assert!(top.iter().all(|h| !h.text.contains("cat")));
         assert!(highlights(&words, 0).is_empty());
         assert!(highlights(&[], 3).is_empty());
+    }
+
+    #[test]
+    fn highlights_do_not_repeat_one_point() {
+        let words = speech(&[
+            "Rocket engines burn fuel to reach orbit.",
+            "Rocket engines burn fuel to reach orbit.",
+            "The rocket launch needs calm weather and enough fuel.",
+            "Orbit insertion takes a precise engine burn.",
+            "My cat likes warm milk.",
+        ]);
+        let top = highlights(&words, 2);
+        assert_eq!(top.len(), 2);
+        assert_ne!(top[0].text, top[1].text, "{top:?}");
+        // Centrality alone would pick the repeated sentence twice.
+        assert_eq!(top[0].text, "Rocket engines burn fuel to reach orbit.");
     }
 
     #[test]
