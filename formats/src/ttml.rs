@@ -727,12 +727,12 @@ fn read_time_base(
             _ => {}
         }
     }
-    let frame_num = rate.unwrap_or(30) * multiplier.0;
+    let frame_num = rate.unwrap_or(30).saturating_mul(multiplier.0);
     let frame_den = multiplier.1;
     let tick_rate = match (tick, rate) {
         (Some(t), _) => t,
         // TTML: without a tick rate, ticks are sub-frames when a frame rate is given, else seconds.
-        (None, Some(_)) => (frame_num * sub).div_ceil(frame_den),
+        (None, Some(_)) => frame_num.saturating_mul(sub).div_ceil(frame_den),
         (None, None) => 1,
     };
     Ok(TimeBase {
