@@ -2,12 +2,16 @@
 //! `command:PATH`. Each turns a 16 kHz mono WAV file into timed words.
 
 mod command;
+mod pocketsphinx;
+mod whisper;
 
 use std::path::Path;
 
 use cuecraft_engine::RawWord;
 
 pub use command::CommandRecognizer;
+pub use pocketsphinx::PocketsphinxRecognizer;
+pub use whisper::{parse_json as parse_whisper_json, WhisperCppRecognizer};
 
 /// What a recognizer heard.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,11 +50,62 @@ pub trait Recognizer: Send + Sync {
 }
 
 /// Builds a recognizer from its command-line spec.
+///
+/// `pocketsphinx` (the default) uses Debian's models under `/usr/share/pocketsphinx/model`;
+/// `whisper-cpp:BIN:MODEL` runs the whisper.cpp binary `BIN` with the model file `MODEL` (the first
+/// `:` after `BIN` separates them, so `BIN` cannot contain one); `command:PATH` runs any program.
 pub fn from_spec(spec: &str) -> Result<Box<dyn Recognizer>, String> {
-    if let Some(path) = spec.strip_prefix("command:") {
+    if spec == "pocketsphinx" {
+        return Ok(Box::new(PocketsphinxRecognizer::default()));
+    }
+    if let Some(rest) = spec.strip_prefix("whisper-cpp:") {
+        return match rest.split_once(':') {
+            Some((bin, model)) if !bin.is_empty() && !model.is_empty() => {
+                Ok(Box::new(WhisperCppRecognizer::new(bin, model)))
+            }
+            _ => Err(format!(
+                "recognizer {spec:?}: expected whisper-cpp:BIN:MODEL (the whisper.cpp binary and its model file)"
+            )),
+        };
+    }
+    if let Some(path) = spec.strip_prefix("command:").filter(|p| !p.is_empty()) {
         return Ok(Box::new(CommandRecognizer::new(path)));
     }
     Err(format!(
         "unknown recognizer {spec:?}: expected pocketsphinx, whisper-cpp:BIN:MODEL or command:PATH"
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_name_their_recognizer() {
+        assert_eq!(from_spec("pocketsphinx").unwrap().name(), "pocketsphinx");
+        assert_eq!(
+            from_spec("whisper-cpp:/opt/w/whisper-cli:/opt/w/ggml-base.bin")
+                .unwrap()
+                .name(),
+            "whisper-cpp:/opt/w/whisper-cli:/opt/w/ggml-base.bin"
+        );
+        assert_eq!(
+            from_spec("command:/usr/local/bin/asr").unwrap().name(),
+            "command:/usr/local/bin/asr"
+        );
+    }
+
+    #[test]
+    fn incomplete_specs_are_refused() {
+        for spec in [
+            "",
+            "whisper",
+            "whisper-cpp:",
+            "whisper-cpp:/bin/w",
+            "whisper-cpp::m",
+            "command:",
+        ] {
+            assert!(from_spec(spec).is_err(), "{spec:?}");
+        }
+    }
 }
