@@ -68,6 +68,25 @@ fn signing_secret(data_dir: &Path) -> anyhow::Result<Vec<u8>> {
     }
 }
 
+/// Removes what a previous run left half-done: partial uploads (their clients got no answer and
+/// retry the URL) and extracted audio (a resumed job extracts it again).
+fn remove_leftovers(data_dir: &Path) {
+    for dir in [data_dir.join("media").join("tmp"), data_dir.join("work")] {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let ext = path.extension().and_then(|e| e.to_str());
+            if matches!(ext, Some("part" | "wav" | "tmp")) {
+                if let Err(e) = std::fs::remove_file(&path) {
+                    tracing::warn!("could not remove {}: {e}", path.display());
+                }
+            }
+        }
+    }
+}
+
 /// Completes on ctrl-c or SIGTERM.
 async fn shutdown_signal() {
     let ctrl_c = async {
@@ -98,6 +117,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         Arc::from(crate::recognizer::from_spec(&args.recognizer).map_err(anyhow::Error::msg)?);
     std::fs::create_dir_all(args.data_dir.join("media").join("tmp"))
         .with_context(|| format!("creating {}", args.data_dir.display()))?;
+    remove_leftovers(&args.data_dir);
     let store = Arc::new(Store::open(&args.data_dir)?);
     let secret = signing_secret(&args.data_dir)?;
     let public_url = args
