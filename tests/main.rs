@@ -5,4 +5,5 @@ mod common;
 
 mod api;
 mod errors;
+mod media;
 mod pipeline;

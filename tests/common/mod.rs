@@ -262,6 +262,19 @@ impl Server {
         server
     }
 
+    /// Starts a server with the default recognizer (pocketsphinx) and `extra` arguments, for the
+    /// tests of real speech (tests/media.rs).
+    pub fn start_default_recognizer(extra: &[&str]) -> Server {
+        let mut server = Server {
+            child: None,
+            port: free_port(),
+            tmp: tempfile::tempdir().expect("temp dir"),
+            args: extra.iter().map(|s| s.to_string()).collect(),
+        };
+        server.spawn();
+        server
+    }
+
     /// The data directory.
     pub fn data_dir(&self) -> PathBuf {
         self.tmp.path().join("data")

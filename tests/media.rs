@@ -1,0 +1,431 @@
+//! Real speech through the real server with the default recognizer (pocketsphinx): flite speech in
+//! WAV, MP3 and MP4 with video is transcribed within 10% word errors and downloads in every format;
+//! media without audio or unreadable media fails with a reason and a full refund; a kill -9 during
+//! recognition loses nothing and charges once; `cuecraft submit` writes an SRT.
+
+#[path = "../host/tests/speech/mod.rs"]
+mod speech;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use cuecraft_formats::Format;
+use serde_json::{json, Value};
+
+use crate::common::{str_field, Org, Server, BIN};
+
+/// Recognition shares two cores with whatever else runs: wait generously, poll often.
+const JOB_DEADLINE: Duration = Duration::from_secs(600);
+
+/// Polling several times a second outruns the default 120 requests a minute; the rate limit has
+/// its own tests.
+const RATE: [&str; 2] = ["--rate-limit-per-minute", "100000"];
+
+/// A server with the default recognizer (pocketsphinx), `workers` workers, 10 cents a minute.
+fn pocketsphinx_server(workers: &str) -> Server {
+    Server::start_default_recognizer(&[
+        "--workers",
+        workers,
+        "--price-cents-per-minute",
+        "10",
+        RATE[0],
+        RATE[1],
+    ])
+}
+
+const FORMATS: [&str; 6] = ["srt", "vtt", "webvtt", "ttml", "ass", "ebu-stl"];
+
+fn duration_of(path: &Path) -> f64 {
+    cuecraft_host::media::probe(path)
+        .expect("probe test media")
+        .duration_seconds
+}
+
+/// Creates a job for `media` declaring `declared_seconds`, uploads it, returns the job id.
+fn submit(
+    server: &Server,
+    org: &Org,
+    media: &Path,
+    content_type: &str,
+    declared_seconds: f64,
+    settings: Value,
+) -> String {
+    let data = std::fs::read(media).expect("read media");
+    let created = server.create_job(
+        &org.key,
+        &json!({
+            "filename": media.file_name().and_then(|n| n.to_str()).unwrap_or("media"),
+            "contentType": content_type,
+            "sizeBytes": data.len(),
+            "durationSeconds": declared_seconds,
+            "settings": settings,
+        }),
+    );
+    assert_eq!(created.status, 201, "{}", created.text());
+    let created = created.json();
+    let up = server.upload(&created, &data);
+    assert_eq!(up.status, 200, "{}", up.text());
+    str_field(&created, "id")
+}
+
+/// Polls until the job is `ready` or `failed`.
+fn finished(server: &Server, org: &Org, id: &str) -> Value {
+    let deadline = Instant::now() + JOB_DEADLINE;
+    loop {
+        let r = server.get(&org.key, &format!("/v1/jobs/{id}"));
+        assert_eq!(r.status, 200, "{}", r.text());
+        let job = r.json();
+        if matches!(job["status"].as_str(), Some("ready" | "failed")) {
+            return job;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "job {id} stuck: {job}\n{}",
+            server.log()
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// Polls until the job shows `status`.
+fn wait_status(server: &Server, org: &Org, id: &str, status: &str) {
+    let deadline = Instant::now() + JOB_DEADLINE;
+    while server.get(&org.key, &format!("/v1/jobs/{id}")).json()["status"] != status {
+        assert!(Instant::now() < deadline, "job {id} never reached {status}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn transcript_text(server: &Server, org: &Org, id: &str) -> String {
+    let r = server.get(&org.key, &format!("/v1/jobs/{id}/transcript?format=text"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    r.text()
+}
+
+/// Ledger rows of a job by kind.
+fn rows(server: &Server, id: &str, kind: &str) -> Vec<i64> {
+    server
+        .ledger(id)
+        .into_iter()
+        .filter(|(k, _)| k == kind)
+        .map(|(_, cents)| cents)
+        .collect()
+}
+
+/// The price rule of the design: ceil(seconds / 60 * price).
+fn cents_for(seconds: f64, price_per_minute: i64) -> i64 {
+    (seconds / 60.0 * price_per_minute as f64).ceil() as i64
+}
+
+struct Media {
+    _dir: tempfile::TempDir,
+    wav: PathBuf,
+    mp3: PathBuf,
+    mp4: PathBuf,
+}
+
+fn speech_media() -> Media {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let wav = speech::speak(dir.path(), &speech::PARAGRAPHS);
+    let mp3 = speech::to_mp3(&wav, dir.path(), "talk.mp3");
+    let mp4 = speech::to_mp4(&wav, dir.path(), "talk.mp4");
+    Media {
+        _dir: dir,
+        wav,
+        mp3,
+        mp4,
+    }
+}
+
+#[test]
+fn speech_in_wav_mp3_and_mp4_is_transcribed_within_ten_percent_word_errors_and_downloads_in_every_format(
+) {
+    let server = pocketsphinx_server("2");
+    let org = server.org(10_000, &[]);
+    let media = speech_media();
+    let jobs: Vec<(&str, String, f64)> = [
+        (&media.wav, "audio/wav"),
+        (&media.mp3, "audio/mpeg"),
+        (&media.mp4, "video/mp4"),
+    ]
+    .into_iter()
+    .map(|(path, ct)| {
+        let seconds = duration_of(path);
+        (
+            ct,
+            submit(&server, &org, path, ct, seconds, json!({})),
+            seconds,
+        )
+    })
+    .collect();
+
+    for (content_type, id, seconds) in &jobs {
+        let job = finished(&server, &org, id);
+        assert_eq!(
+            job["status"],
+            "ready",
+            "{content_type}: {job}\n{}",
+            server.log()
+        );
+        assert_eq!(job["language"], "en", "{job}");
+        assert!(
+            (job["media"]["durationSeconds"].as_f64().unwrap_or(0.0) - seconds).abs() < 0.5,
+            "{job}"
+        );
+
+        let text = transcript_text(&server, &org, id);
+        let wer = speech::word_error_rate(&speech::script(), &text);
+        eprintln!(
+            "e2e {content_type}: word error rate {:.1}% over {} words",
+            wer * 100.0,
+            speech::normalise(&speech::script()).len()
+        );
+        assert!(
+            wer <= 0.10,
+            "{content_type}: word error rate {wer:.3}\n{text}"
+        );
+
+        let transcript = server
+            .get(&org.key, &format!("/v1/jobs/{id}/transcript"))
+            .json();
+        let cue_count = transcript["cueCount"].as_u64().expect("cueCount") as usize;
+        assert!(cue_count >= 10, "{transcript}");
+        for name in FORMATS {
+            let r = server.get(&org.key, &format!("/v1/jobs/{id}/subtitles?format={name}"));
+            assert_eq!(r.status, 200, "{name}: {}", r.text());
+            let format = Format::from_name(name).expect("known format");
+            let cues = cuecraft_formats::parse(format, &r.body)
+                .unwrap_or_else(|e| panic!("{content_type} {name} does not parse: {e:?}"));
+            assert_eq!(cues.len(), cue_count, "{content_type} {name}");
+            let last = cues.last().expect("cues");
+            assert!(
+                last.end.0 as f64 / 1000.0 <= seconds + 0.1,
+                "{name}: last cue ends after the media"
+            );
+        }
+
+        // Declared the measured duration: one charge of its price; any settlement nets to it.
+        let price = cents_for(*seconds, 10);
+        assert_eq!(
+            rows(&server, id, "charge"),
+            [-price],
+            "{:?}",
+            server.ledger(id)
+        );
+        assert!(rows(&server, id, "refund").is_empty());
+        let net: i64 = server.ledger(id).iter().map(|(_, c)| c).sum();
+        assert_eq!(net, -price, "{:?}", server.ledger(id));
+    }
+}
+
+#[test]
+fn media_without_audio_unreadable_media_and_unknown_languages_fail_with_a_reason_and_a_full_refund()
+{
+    let server = pocketsphinx_server("2");
+    let org = server.org(1_000, &[]);
+    let dir = tempfile::tempdir().expect("temp dir");
+
+    let silent_video = speech::video_only(dir.path(), "silent.mp4", 4);
+    let speech_mp4 = speech::to_mp4(
+        &speech::speak(dir.path(), &speech::PARAGRAPHS[..1]),
+        dir.path(),
+        "talk.mp4",
+    );
+    // An MP4 cut in half: its index (moov) is at the end, so nothing in it can be decoded.
+    let bytes = std::fs::read(&speech_mp4).expect("mp4");
+    let truncated = dir.path().join("truncated.mp4");
+    std::fs::write(&truncated, &bytes[..bytes.len() / 2]).expect("write");
+    let junk = dir.path().join("junk.mp3");
+    std::fs::write(
+        &junk,
+        (0..50_000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8)
+            .collect::<Vec<u8>>(),
+    )
+    .expect("write");
+
+    let cases: Vec<(String, &str)> = vec![
+        (
+            submit(&server, &org, &silent_video, "video/mp4", 60.0, json!({})),
+            "the file has no audio stream",
+        ),
+        (
+            submit(&server, &org, &truncated, "video/mp4", 60.0, json!({})),
+            "ffmpeg could not read the file: ",
+        ),
+        (
+            submit(&server, &org, &junk, "audio/mpeg", 60.0, json!({})),
+            "ffmpeg could not read the file: ",
+        ),
+        (
+            submit(
+                &server,
+                &org,
+                &speech_mp4,
+                "video/mp4",
+                60.0,
+                json!({"language": "nl"}),
+            ),
+            "no pocketsphinx model for language nl; installed: en",
+        ),
+    ];
+    for (id, reason) in &cases {
+        let job = finished(&server, &org, id);
+        assert_eq!(job["status"], "failed", "{job}");
+        let error = job["error"].as_str().unwrap_or_default();
+        assert!(
+            error.starts_with(reason),
+            "{error:?} should start with {reason:?}"
+        );
+        assert!(
+            !error.contains(&server.data_dir().display().to_string()),
+            "server path leaked: {error}"
+        );
+        assert_eq!(
+            rows(&server, id, "charge"),
+            [-10],
+            "{:?}",
+            server.ledger(id)
+        );
+        assert_eq!(rows(&server, id, "refund"), [10], "{:?}", server.ledger(id));
+        let r = server.get(&org.key, &format!("/v1/jobs/{id}/subtitles"));
+        assert_eq!((r.status, r.code()), (409, "job_failed".to_string()));
+    }
+    assert_eq!(
+        server.balance(&org.id),
+        1_000,
+        "every failure refunded in full"
+    );
+}
+
+#[test]
+fn kill_9_while_pocketsphinx_transcribes_resumes_to_ready_with_one_charge_and_one_settlement() {
+    let mut server = pocketsphinx_server("1");
+    let org = server.org(1_000, &[]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let wav = speech::speak(dir.path(), &speech::PARAGRAPHS);
+    let seconds = duration_of(&wav);
+    // Declared 120 s (20 cents), measured about 40 s: the settlement gives the difference back.
+    let id = submit(&server, &org, &wav, "audio/wav", 120.0, json!({}));
+    wait_status(&server, &org, &id, "transcribing");
+    // Extraction takes a fraction of a second, recognition several: kill inside recognition.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        server.get(&org.key, &format!("/v1/jobs/{id}")).json()["status"],
+        "transcribing"
+    );
+    server.kill9();
+    server.spawn();
+
+    let job = finished(&server, &org, &id);
+    assert_eq!(job["status"], "ready", "{job}\n{}", server.log());
+    let price = cents_for(seconds, 10);
+    assert_eq!(
+        rows(&server, &id, "charge"),
+        [-20],
+        "{:?}",
+        server.ledger(&id)
+    );
+    assert_eq!(
+        rows(&server, &id, "settle"),
+        [20 - price],
+        "{:?}",
+        server.ledger(&id)
+    );
+    assert!(rows(&server, &id, "refund").is_empty());
+    assert_eq!(server.balance(&org.id), 1_000 - price);
+    let wer = speech::word_error_rate(&speech::script(), &transcript_text(&server, &org, &id));
+    eprintln!("e2e after kill -9: word error rate {:.1}%", wer * 100.0);
+    assert!(wer <= 0.10, "{wer}");
+}
+
+#[test]
+fn cuecraft_submit_writes_an_srt_from_the_real_server() {
+    let server = pocketsphinx_server("1");
+    let org = server.org(10_000, &[]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mp3 = speech::to_mp3(
+        &speech::speak(dir.path(), &speech::PARAGRAPHS[..2]),
+        dir.path(),
+        "talk.mp3",
+    );
+    let out = dir.path().join("talk.srt");
+    let api = format!("{}/v1", server.base());
+    let run = Command::new(BIN)
+        .args([
+            "submit",
+            mp3.to_str().expect("utf-8"),
+            "--api",
+            &api,
+            "--key",
+            &org.key,
+        ])
+        .args([
+            "--poll-interval",
+            "0.5",
+            "--settings",
+            r#"{"language":"en","maxCharsPerLine":37}"#,
+        ])
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .expect("run cuecraft submit");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        run.status.success(),
+        "submit failed: {stderr}\n{}",
+        server.log()
+    );
+    assert!(
+        stderr.contains("uploading") && stderr.contains("ready"),
+        "{stderr}"
+    );
+
+    let srt = std::fs::read(&out).expect("srt written");
+    let cues = cuecraft_formats::parse(Format::Srt, &srt).expect("valid SRT");
+    assert!(cues.len() >= 4, "{}", String::from_utf8_lossy(&srt));
+    let text: Vec<String> = cues.iter().flat_map(|c| c.lines.clone()).collect();
+    assert!(text.iter().all(|l| l.chars().count() <= 37), "{text:?}");
+    let reference = speech::PARAGRAPHS[..2].join(" ");
+    let wer = speech::word_error_rate(&reference, &text.join(" "));
+    assert!(wer <= 0.15, "{wer}: {text:?}");
+
+    // A file without audio: the job fails and submit says why, exiting non-zero.
+    let silent = speech::video_only(dir.path(), "silent.mp4", 2);
+    let run = Command::new(BIN)
+        .args([
+            "submit",
+            silent.to_str().expect("utf-8"),
+            "--api",
+            &api,
+            "--key",
+            &org.key,
+        ])
+        .args(["--poll-interval", "0.2"])
+        .output()
+        .expect("run cuecraft submit");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success());
+    assert!(
+        stderr.contains("failed: the file has no audio stream"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("silent.srt").exists());
+
+    // A key the server does not know: the API's error and code are shown.
+    let run = Command::new(BIN)
+        .args([
+            "submit",
+            mp3.to_str().expect("utf-8"),
+            "--api",
+            &api,
+            "--key",
+            "ck_live_0000000000000000000000000000000000000000",
+        ])
+        .output()
+        .expect("run cuecraft submit");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success());
+    assert!(stderr.contains("_api_key, HTTP 401)"), "{stderr}");
+}
