@@ -68,9 +68,15 @@ impl Queue {
         self.stop.load(Ordering::SeqCst)
     }
 
-    fn wait(&self, timeout: Duration) {
+    /// The wake-up counter, read before looking for work so that a notification arriving in
+    /// between is not missed.
+    fn epoch(&self) -> u64 {
+        self.wake.lock().map(|n| *n).unwrap_or(0)
+    }
+
+    /// Waits until notified after `seen`, stopped, or `timeout`.
+    fn wait(&self, seen: u64, timeout: Duration) {
         if let Ok(guard) = self.wake.lock() {
-            let seen = *guard;
             let _ = self
                 .cond
                 .wait_timeout_while(guard, timeout, |n| *n == seen && !self.stopped());
@@ -201,8 +207,9 @@ impl Pipeline {
 
     fn work(&self) {
         while !self.queue.stopped() {
+            let seen = self.queue.epoch();
             let Some(task) = self.claim() else {
-                self.queue.wait(Duration::from_secs(1));
+                self.queue.wait(seen, Duration::from_secs(1));
                 continue;
             };
             let outcome =
@@ -225,7 +232,8 @@ impl Pipeline {
             };
             self.queue.release(task.seq);
             if retry {
-                self.queue.wait(Duration::from_secs(2));
+                let seen = self.queue.epoch();
+                self.queue.wait(seen, Duration::from_secs(2));
             }
         }
     }

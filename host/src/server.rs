@@ -323,6 +323,8 @@ pub async fn run(listener: TcpListener, app: Arc<App>, shutdown: impl Future<Out
         conns.spawn(async move {
             let svc = service_fn(move |req| handle(app.clone(), req));
             let conn = http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(Duration::from_secs(30))
                 .max_buf_size(1 << 20)
                 .serve_connection(TokioIo::new(stream), svc);
             tokio::pin!(conn);

@@ -26,6 +26,9 @@ use crate::jobs::{job_json, load_job, load_transcripts, signature_mac, JobRow};
 use crate::server::{json_response, App, Body};
 use crate::util::{hex, is_id, now_ms, parse_query, random_bytes};
 
+/// How long an upload may go without a byte arriving.
+const STALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Where a job's media lives once uploaded.
 pub fn media_path(data_dir: &Path, job_id: &str) -> PathBuf {
     data_dir.join("media").join(job_id)
@@ -202,7 +205,17 @@ async fn stream_to(mut body: Incoming, path: &Path, expected: u64) -> Result<(),
         .map_err(|e| ApiError::Internal(format!("creating the upload file: {e}")))?;
     let mut out = tokio::io::BufWriter::with_capacity(1 << 20, file);
     let mut received: u64 = 0;
-    while let Some(frame) = body.frame().await {
+    loop {
+        // A client that stops sending for a minute has gone away; its upload is refused.
+        let next = tokio::time::timeout(STALL_TIMEOUT, body.frame())
+            .await
+            .map_err(|_| {
+                tracing::info!("upload stalled; refusing it");
+                ApiError::LengthMismatch { expected }
+            })?;
+        let Some(frame) = next else {
+            break;
+        };
         let frame = frame.map_err(|e| {
             tracing::info!("upload interrupted: {e}");
             ApiError::LengthMismatch { expected }
