@@ -17,8 +17,8 @@ use nom::character::complete::char;
 use nom::Parser;
 
 use crate::common::{
-    check_limits, decode, digits, has_visible_text, is_blank, push_2, push_u64, round_half_up,
-    shifted, shorten, sorted, visible_lines, Fallback, Limits, Lines, Sink,
+    any_of3, check_limits, decode, digits, for_each_visible_line, is_blank, push_u64,
+    round_half_up, shifted, shorten, sorted, Fallback, Limits, Lines, Sink,
 };
 use crate::{Format, ParseError, WriteError, WriteOptions};
 
@@ -48,9 +48,7 @@ ScaledBorderAndShadow: yes\r\nYCbCr Matrix: None\r\n",
     }
     b.extend_from_slice(STYLES);
     for cue in sorted(cues) {
-        if !has_visible_text(cue) {
-            continue;
-        }
+        let mark = sink.buf.len();
         let start = round_half_up(shifted(cue.start, opts.offset), 10);
         let end = round_half_up(shifted(cue.end, opts.offset), 10).max(start.saturating_add(1));
         let b = &mut sink.buf;
@@ -59,11 +57,17 @@ ScaledBorderAndShadow: yes\r\nYCbCr Matrix: None\r\n",
         b.push(b',');
         push_time(b, end);
         b.extend_from_slice(b",Default,,0,0,0,,");
-        for (n, line) in visible_lines(cue).enumerate() {
-            if n > 0 {
+        let mut first = true;
+        let shown = for_each_visible_line(cue, |line| {
+            if !first {
                 b.extend_from_slice(b"\\N");
             }
+            first = false;
             push_text(b, line);
+        });
+        if shown == 0 {
+            b.truncate(mark);
+            continue;
         }
         b.extend_from_slice(b"\r\n");
         sink.maybe_flush()?;
@@ -88,19 +92,36 @@ fn push_header_value(b: &mut Vec<u8>, v: &str) {
 /// `H:MM:SS.cc` from centiseconds.
 #[inline]
 fn push_time(b: &mut Vec<u8>, cs: u64) {
-    push_u64(b, cs / 360_000);
-    b.push(b':');
-    push_2(b, cs / 6_000 % 60);
-    b.push(b':');
-    push_2(b, cs / 100 % 60);
-    b.push(b'.');
-    push_2(b, cs % 100);
+    let hours = cs / 360_000;
+    let rem = cs % 360_000;
+    let (m, s, c) = (rem / 6_000, rem / 100 % 60, rem % 100);
+    let d = |v: u64| b'0' + v as u8;
+    if hours < 10 {
+        b.push(d(hours));
+    } else {
+        push_u64(b, hours);
+    }
+    b.extend_from_slice(&[
+        b':',
+        d(m / 10),
+        d(m % 10),
+        b':',
+        d(s / 10),
+        d(s % 10),
+        b'.',
+        d(c / 10),
+        d(c % 10),
+    ]);
 }
 
 /// Appends one display line with braces escaped and backslashes protected (see the module docs).
 #[inline]
 fn push_text(b: &mut Vec<u8>, line: &str) {
     let bytes = line.as_bytes();
+    if !any_of3(bytes, b'{', b'}', b'\\') {
+        b.extend_from_slice(bytes);
+        return;
+    }
     let mut from = 0;
     for (i, &c) in bytes.iter().enumerate() {
         match c {

@@ -81,6 +81,7 @@ pub(crate) fn span_units(cue: &Cue, offset: Millis, unit_ms: u64) -> (u64, u64) 
 /// The lines a writer shows for a cue: each of `cue.lines` split at CR and LF, trimmed of leading
 /// and trailing whitespace (invisible, and dropped by common readers anyway), blank lines dropped
 /// (an empty line ends a block in SRT and WebVTT).
+#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn visible_lines(cue: &Cue) -> impl Iterator<Item = &str> {
     cue.lines
         .iter()
@@ -89,9 +90,74 @@ pub(crate) fn visible_lines(cue: &Cue) -> impl Iterator<Item = &str> {
         .filter(|l| !l.is_empty())
 }
 
-/// Whether the cue has anything to show. Writers skip cues without visible text.
-pub(crate) fn has_visible_text(cue: &Cue) -> bool {
-    visible_lines(cue).next().is_some()
+/// Calls `f` with each of [`visible_lines`] and returns how many there were. The fast path for
+/// writers: a line without CR/LF whose ends are not whitespace is passed through untouched.
+#[inline]
+pub(crate) fn for_each_visible_line(cue: &Cue, mut f: impl FnMut(&str)) -> usize {
+    let mut n = 0;
+    for l in &cue.lines {
+        if !any_of2(l.as_bytes(), b'\r', b'\n') {
+            let t = trim_line(l);
+            if !t.is_empty() {
+                f(t);
+                n += 1;
+            }
+        } else {
+            for part in l.split(['\r', '\n']) {
+                let t = part.trim();
+                if !t.is_empty() {
+                    f(t);
+                    n += 1;
+                }
+            }
+        }
+    }
+    n
+}
+
+/// `l.trim()`, without looking inside when both ends are visible ASCII.
+#[inline]
+fn trim_line(l: &str) -> &str {
+    match (l.as_bytes().first(), l.as_bytes().last()) {
+        (Some(&a), Some(&z)) if a > b' ' && a < 0x7F && z > b' ' && z < 0x7F => l,
+        _ => l.trim(),
+    }
+}
+
+/// Whether `bytes` contains `a` or `b`.
+#[inline]
+pub(crate) fn any_of2(bytes: &[u8], a: u8, b: u8) -> bool {
+    any_byte(bytes, |x| (x == a) | (x == b))
+}
+
+/// Whether `bytes` contains `a`, `b` or `c`.
+#[inline]
+pub(crate) fn any_of3(bytes: &[u8], a: u8, b: u8, c: u8) -> bool {
+    any_byte(bytes, |x| (x == a) | (x == b) | (x == c))
+}
+
+/// Whether `hit` holds for a byte of `bytes`: 16 bytes at a time without branches inside a block,
+/// which the compiler turns into vector compares. The last block overlaps the one before it; a
+/// slice shorter than a block is padded with zeros (`hit(0)` must be false).
+#[inline(always)]
+fn any_byte(bytes: &[u8], hit: impl Fn(u8) -> bool) -> bool {
+    let block = |b: &[u8; 16]| b.iter().fold(0u8, |m, &x| m | hit(x) as u8) != 0;
+    if bytes.len() < 16 {
+        let mut padded = [0u8; 16];
+        padded[..bytes.len()].copy_from_slice(bytes);
+        return block(&padded);
+    }
+    let mut blocks = bytes.chunks_exact(16);
+    for b in &mut blocks {
+        if block(b.try_into().unwrap_or(&[0; 16])) {
+            return true;
+        }
+    }
+    if blocks.remainder().is_empty() {
+        return false;
+    }
+    let tail = &bytes[bytes.len() - 16..];
+    block(tail.try_into().unwrap_or(&[0; 16]))
 }
 
 /// Whether `line` is empty or only whitespace.
@@ -153,37 +219,30 @@ pub(crate) fn push_u64(buf: &mut Vec<u8>, mut v: u64) {
     buf.extend_from_slice(&tmp[i..]);
 }
 
-/// Appends `v` (< 100) as exactly two digits.
-#[inline]
-pub(crate) fn push_2(buf: &mut Vec<u8>, v: u64) {
-    buf.extend_from_slice(&[b'0' + (v / 10 % 10) as u8, b'0' + (v % 10) as u8]);
-}
-
-/// Appends `v` (< 1000) as exactly three digits.
-#[inline]
-pub(crate) fn push_3(buf: &mut Vec<u8>, v: u64) {
-    buf.extend_from_slice(&[
-        b'0' + (v / 100 % 10) as u8,
-        b'0' + (v / 10 % 10) as u8,
-        b'0' + (v % 10) as u8,
-    ]);
-}
-
 /// Appends `ms` as `HH:MM:SS<sep>mmm`: hours at least two digits and as many as needed beyond.
 #[inline]
 pub(crate) fn push_hhmmss_ms(buf: &mut Vec<u8>, ms: u64, sep: u8) {
     let hours = ms / 3_600_000;
-    if hours < 100 {
-        push_2(buf, hours);
-    } else {
+    let rem = ms % 3_600_000;
+    let (m, s, f) = (rem / 60_000, rem / 1000 % 60, rem % 1000);
+    let d = |v: u64| b'0' + v as u8;
+    if hours >= 100 {
         push_u64(buf, hours);
+    } else {
+        buf.extend_from_slice(&[d(hours / 10), d(hours % 10)]);
     }
-    buf.push(b':');
-    push_2(buf, ms / 60_000 % 60);
-    buf.push(b':');
-    push_2(buf, ms / 1000 % 60);
-    buf.push(sep);
-    push_3(buf, ms % 1000);
+    buf.extend_from_slice(&[
+        b':',
+        d(m / 10),
+        d(m % 10),
+        b':',
+        d(s / 10),
+        d(s % 10),
+        sep,
+        d(f / 100),
+        d(f / 10 % 10),
+        d(f % 10),
+    ]);
 }
 
 /// How text that is not valid UTF-8 is decoded.
@@ -435,6 +494,37 @@ mod tests {
         assert_eq!(detect(b"hello"), None);
         assert_eq!(detect(b"1\nhello"), None);
         assert_eq!(detect(b""), None);
+    }
+
+    #[test]
+    fn the_fast_line_path_agrees_with_visible_lines() {
+        let cue = Cue::from_lines(
+            1,
+            Millis(0),
+            Millis(1),
+            vec![
+                "plain".into(),
+                " padded\u{A0}".into(),
+                "".into(),
+                "a\r\nb\rc\n\n".into(),
+                "é".into(),
+                "\t".into(),
+            ],
+        );
+        let mut fast = Vec::new();
+        let n = for_each_visible_line(&cue, |l| fast.push(l.to_string()));
+        let slow: Vec<String> = visible_lines(&cue).map(str::to_string).collect();
+        assert_eq!(fast, slow);
+        assert_eq!(n, 6);
+        assert!(any_of3(b"xx{", b'{', b'}', b'\\') && !any_of2(b"abc", b'\r', b'\n'));
+        for len in 0..50 {
+            for at in 0..len {
+                let mut v = vec![b'a'; len];
+                assert!(!any_of2(&v, b'\r', b'\n'));
+                v[at] = b'\n';
+                assert!(any_of2(&v, b'\r', b'\n'), "{len} {at}");
+            }
+        }
     }
 
     #[test]

@@ -14,8 +14,8 @@ use nom::sequence::preceded;
 use nom::Parser;
 
 use crate::common::{
-    check_limits, decode, has_visible_text, is_blank, push_hhmmss_ms, push_u64, shorten, sorted,
-    spaces, span_units, timestamp, visible_lines, Fallback, Limits, Lines, Sink,
+    check_limits, decode, for_each_visible_line, is_blank, push_hhmmss_ms, push_u64, shorten,
+    sorted, spaces, span_units, timestamp, Fallback, Limits, Lines, Sink,
 };
 use crate::{Format, ParseError, WriteError, WriteOptions};
 
@@ -24,23 +24,26 @@ pub fn write(cues: &[Cue], opts: &WriteOptions, out: &mut dyn Write) -> Result<(
     let mut sink = Sink::new(out);
     let mut counter = 0u64;
     for cue in sorted(cues) {
-        if !has_visible_text(cue) {
-            continue;
-        }
-        counter += 1;
+        let mark = sink.buf.len();
         let (start, end) = span_units(cue, opts.offset, 1);
         let b = &mut sink.buf;
-        push_u64(b, counter);
+        push_u64(b, counter + 1);
         b.extend_from_slice(b"\r\n");
         push_hhmmss_ms(b, start, b',');
         b.extend_from_slice(b" --> ");
         push_hhmmss_ms(b, end, b',');
         b.extend_from_slice(b"\r\n");
-        for line in visible_lines(cue) {
+        let shown = for_each_visible_line(cue, |line| {
             b.extend_from_slice(line.as_bytes());
             b.extend_from_slice(b"\r\n");
+        });
+        if shown == 0 {
+            // Nothing to show: no block at all.
+            b.truncate(mark);
+            continue;
         }
         b.extend_from_slice(b"\r\n");
+        counter += 1;
         sink.maybe_flush()?;
     }
     sink.finish()

@@ -11,8 +11,8 @@ use nom::sequence::preceded;
 use nom::Parser;
 
 use crate::common::{
-    check_limits, decode, has_visible_text, is_blank, push_hhmmss_ms, shorten, sorted, spaces,
-    span_units, timestamp, visible_lines, Fallback, Limits, Lines, Sink,
+    any_of3, check_limits, decode, for_each_visible_line, is_blank, push_hhmmss_ms, shorten,
+    sorted, spaces, span_units, timestamp, Fallback, Limits, Lines, Sink,
 };
 use crate::{Format, ParseError, WriteError, WriteOptions};
 
@@ -22,18 +22,20 @@ pub fn write(cues: &[Cue], opts: &WriteOptions, out: &mut dyn Write) -> Result<(
     let mut sink = Sink::new(out);
     sink.buf.extend_from_slice(b"WEBVTT\n\n");
     for cue in sorted(cues) {
-        if !has_visible_text(cue) {
-            continue;
-        }
+        let mark = sink.buf.len();
         let (start, end) = span_units(cue, opts.offset, 1);
         let b = &mut sink.buf;
         push_hhmmss_ms(b, start, b'.');
         b.extend_from_slice(b" --> ");
         push_hhmmss_ms(b, end, b'.');
         b.push(b'\n');
-        for line in visible_lines(cue) {
+        let shown = for_each_visible_line(cue, |line| {
             push_escaped(b, line);
             b.push(b'\n');
+        });
+        if shown == 0 {
+            b.truncate(mark);
+            continue;
         }
         b.push(b'\n');
         sink.maybe_flush()?;
@@ -45,6 +47,10 @@ pub fn write(cues: &[Cue], opts: &WriteOptions, out: &mut dyn Write) -> Result<(
 #[inline]
 fn push_escaped(b: &mut Vec<u8>, line: &str) {
     let bytes = line.as_bytes();
+    if !any_of3(bytes, b'&', b'<', b'>') {
+        b.extend_from_slice(bytes);
+        return;
+    }
     let mut from = 0;
     for (i, &c) in bytes.iter().enumerate() {
         let rep: &[u8] = match c {
