@@ -1,8 +1,18 @@
-//! Fuzz target `parse_srt` (placeholder until its owner fills it in).
+//! Fuzz target `parse_srt`: arbitrary bytes into the SRT reader must give cues or an error, never a
+//! panic; what it reads must write, and writing what it reads back is stable (write -> read ->
+//! write gives the same bytes), so a file the reader accepts converts deterministically.
 #![no_main]
 
+use cuecraft_formats::{parse, to_vec, Format, WriteOptions};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = data;
+    let Ok(cues) = parse(Format::Srt, data) else {
+        return;
+    };
+    let opts = WriteOptions::default();
+    let first = to_vec(Format::Srt, &cues, &opts).expect("writing to memory");
+    let again = parse(Format::Srt, &first).expect("own output must parse");
+    let second = to_vec(Format::Srt, &again, &opts).expect("writing to memory");
+    assert_eq!(first, second, "write -> read -> write changed the bytes");
 });
