@@ -97,6 +97,33 @@ fn wait_status(server: &Server, org: &Org, id: &str, status: &str) {
     }
 }
 
+/// Waits until `parent` has a child process whose name starts with `name` (as /proc shows it,
+/// cut to 15 bytes); returns its pid.
+fn wait_for_child(parent: u32, name: &str) -> u32 {
+    let deadline = Instant::now() + JOB_DEADLINE;
+    loop {
+        for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                continue;
+            };
+            // "pid (comm) state ppid ...": comm may hold spaces, so split at the last ')'.
+            let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+                continue;
+            };
+            let comm = &stat[open + 1..close];
+            let ppid = stat[close + 1..].split_whitespace().nth(1);
+            if comm.starts_with(name) && ppid == Some(parent.to_string().as_str()) {
+                return stat[..open].trim().parse().expect("pid");
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{name} never started under {parent}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn transcript_text(server: &Server, org: &Org, id: &str) -> String {
     let r = server.get(&org.key, &format!("/v1/jobs/{id}/transcript?format=text"));
     assert_eq!(r.status, 200, "{}", r.text());
@@ -309,13 +336,20 @@ fn kill_9_while_pocketsphinx_transcribes_resumes_to_ready_with_one_charge_and_on
     // Declared 120 s (20 cents), measured about 40 s: the settlement gives the difference back.
     let id = submit(&server, &org, &wav, "audio/wav", 120.0, json!({}));
     wait_status(&server, &org, &id, "transcribing");
-    // Extraction takes a fraction of a second, recognition several: kill inside recognition.
-    std::thread::sleep(Duration::from_secs(2));
+    // Kill the server while pocketsphinx is at work on the job, whatever the machine's speed.
+    let server_pid = server.child.as_ref().expect("running").id();
+    let recognizer = wait_for_child(server_pid, "pocketsphinx_co");
+    std::thread::sleep(Duration::from_millis(300));
     assert_eq!(
         server.get(&org.key, &format!("/v1/jobs/{id}")).json()["status"],
         "transcribing"
     );
     server.kill9();
+    // The orphaned decoder would finish its work for nobody: end it as the crash's cleanup would.
+    let _ = Command::new("kill")
+        .arg("-9")
+        .arg(recognizer.to_string())
+        .status();
     server.spawn();
 
     let job = finished(&server, &org, &id);
