@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use cuecraft_host::media;
 use cuecraft_host::recognizer::{
-    from_spec, parse_whisper_json, PocketsphinxRecognizer, Recognizer, WhisperCppRecognizer,
+    from_spec, parse_whisper_json, PocketsphinxRecognizer, Recognizer, TimeLimit,
+    WhisperCppRecognizer,
 };
 
 fn golden(name: &str) -> PathBuf {
@@ -239,4 +240,27 @@ fn whisper_driver_reports_failures_readably() {
         missing.starts_with("could not start whisper.cpp"),
         "{missing}"
     );
+}
+
+#[test]
+fn a_hung_whisper_binary_is_stopped_and_the_job_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let wav = dir.path().join("audio.wav");
+    std::fs::write(&wav, b"").unwrap();
+    let hung = dir.path().join("hung-whisper");
+    std::fs::write(&hung, "#!/bin/sh\nexec sleep 60\n").unwrap();
+    std::fs::set_permissions(&hung, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let started = std::time::Instant::now();
+    let err = WhisperCppRecognizer::new(&hung, "/m.bin")
+        .with_time_limit(TimeLimit {
+            min: std::time::Duration::from_secs(1),
+            per_audio_second: 0.0,
+        })
+        .recognize(&wav, "auto", &[])
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "whisper.cpp ran longer than 1 s and was stopped"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
 }

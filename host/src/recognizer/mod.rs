@@ -3,6 +3,7 @@
 
 mod command;
 mod pocketsphinx;
+mod process;
 mod whisper;
 
 use std::path::Path;
@@ -11,6 +12,7 @@ use cuecraft_engine::RawWord;
 
 pub use command::CommandRecognizer;
 pub use pocketsphinx::PocketsphinxRecognizer;
+pub use process::TimeLimit;
 pub use whisper::{parse_json as parse_whisper_json, WhisperCppRecognizer};
 
 /// What a recognizer heard.

@@ -14,10 +14,12 @@
 //! applies the terms to its words.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
+use std::time::Duration;
 
 use cuecraft_engine::RawWord;
 
+use super::process::{run_limited, TimeLimit};
 use super::{Recognition, RecognizeError, Recognizer};
 
 /// Where Debian's `pocketsphinx-*` model packages install their models.
@@ -25,6 +27,13 @@ pub const DEBIAN_MODEL_ROOT: &str = "/usr/share/pocketsphinx/model";
 
 /// The decoder binary of Debian's `pocketsphinx` package.
 pub const DEBIAN_PROGRAM: &str = "pocketsphinx_continuous";
+
+/// Default time limit: PocketSphinx runs at about a quarter of real time on one core; four times
+/// real time leaves room for a loaded machine.
+pub const DEFAULT_TIME_LIMIT: TimeLimit = TimeLimit {
+    min: Duration::from_secs(120),
+    per_audio_second: 4.0,
+};
 
 /// Length of one PocketSphinx frame, seconds: word ends are printed as the start of their last frame.
 const FRAME_SECONDS: f64 = 0.01;
@@ -34,6 +43,7 @@ const FRAME_SECONDS: f64 = 0.01;
 pub struct PocketsphinxRecognizer {
     program: PathBuf,
     model_root: PathBuf,
+    time_limit: TimeLimit,
 }
 
 /// One installed language: its code and the three files the decoder needs.
@@ -60,7 +70,14 @@ impl PocketsphinxRecognizer {
         PocketsphinxRecognizer {
             program: program.into(),
             model_root: model_root.into(),
+            time_limit: DEFAULT_TIME_LIMIT,
         }
+    }
+
+    /// The same recognizer, stopped (and its job failed) when it runs longer than `limit`.
+    pub fn with_time_limit(mut self, limit: TimeLimit) -> Self {
+        self.time_limit = limit;
+        self
     }
 
     /// Language codes of the installed models (`["en"]` with `pocketsphinx-en-us`), sorted.
@@ -164,26 +181,20 @@ impl Recognizer for PocketsphinxRecognizer {
         _hints: &[String],
     ) -> Result<Recognition, RecognizeError> {
         let model = self.model_for(language)?;
-        let out = Command::new(&self.program)
-            .arg("-infile")
-            .arg(wav)
-            .args(["-time", "yes"])
-            .arg("-hmm")
-            .arg(&model.hmm)
-            .arg("-lm")
-            .arg(&model.lm)
-            .arg("-dict")
-            .arg(&model.dict)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .output()
-            .map_err(|e| {
-                RecognizeError(format!(
-                    "could not start pocketsphinx ({}): {e}",
-                    self.program.display()
-                ))
-            })?;
+        let out = run_limited(
+            Command::new(&self.program)
+                .arg("-infile")
+                .arg(wav)
+                .args(["-time", "yes"])
+                .arg("-hmm")
+                .arg(&model.hmm)
+                .arg("-lm")
+                .arg(&model.lm)
+                .arg("-dict")
+                .arg(&model.dict),
+            self.time_limit.for_wav(wav),
+            "pocketsphinx",
+        )?;
         if !out.status.success() {
             return Err(RecognizeError(format!(
                 "pocketsphinx failed ({}): {}",

@@ -11,21 +11,30 @@
 //! text context (224 tokens) of it.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
+use std::time::Duration;
 
 use cuecraft_engine::RawWord;
 use serde::Deserialize;
 
+use super::process::{run_limited, TimeLimit};
 use super::{Recognition, RecognizeError, Recognizer};
 
 /// Characters of custom vocabulary put in the prompt; about 200 tokens of English.
 const MAX_PROMPT_CHARS: usize = 600;
+
+/// Default time limit: large whisper models on a CPU can run slower than real time.
+pub const DEFAULT_TIME_LIMIT: TimeLimit = TimeLimit {
+    min: Duration::from_secs(300),
+    per_audio_second: 20.0,
+};
 
 /// The whisper.cpp recognizer.
 #[derive(Debug, Clone)]
 pub struct WhisperCppRecognizer {
     program: PathBuf,
     model: PathBuf,
+    time_limit: TimeLimit,
 }
 
 impl WhisperCppRecognizer {
@@ -34,7 +43,14 @@ impl WhisperCppRecognizer {
         WhisperCppRecognizer {
             program: program.into(),
             model: model.into(),
+            time_limit: DEFAULT_TIME_LIMIT,
         }
+    }
+
+    /// The same recognizer, stopped (and its job failed) when it runs longer than `limit`.
+    pub fn with_time_limit(mut self, limit: TimeLimit) -> Self {
+        self.time_limit = limit;
+        self
     }
 }
 
@@ -75,17 +91,7 @@ impl Recognizer for WhisperCppRecognizer {
         if let Some(prompt) = prompt(hints) {
             cmd.arg("--prompt").arg(prompt);
         }
-        let out = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .output()
-            .map_err(|e| {
-                RecognizeError(format!(
-                    "could not start whisper.cpp ({}): {e}",
-                    self.program.display()
-                ))
-            })?;
+        let out = run_limited(&mut cmd, self.time_limit.for_wav(wav), "whisper.cpp")?;
         let stderr = String::from_utf8_lossy(&out.stderr);
         let json = std::fs::read(&json_path);
         let _ = std::fs::remove_file(&json_path);
