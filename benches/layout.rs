@@ -1,10 +1,207 @@
-//! Criterion bench `layout` (placeholder until its owner fills it in).
+//! Criterion bench `layout`: the engine on a generated 10-hour transcript (about 90,000 words with
+//! punctuation, non-ASCII words, pauses and two speakers), smart and greedy, and on 100 hours to
+//! show that the time grows linearly.
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
+use cuecraft_engine::{layout, FrameRate, Millis, Settings, Word};
+
+/// A vocabulary with the shapes real transcripts have: short function words, longer content
+/// words, accented and non-Latin words, numbers.
+const VOCAB: [&str; 48] = [
+    "the",
+    "a",
+    "and",
+    "of",
+    "to",
+    "in",
+    "is",
+    "it",
+    "that",
+    "we",
+    "you",
+    "they",
+    "was",
+    "for",
+    "on",
+    "with",
+    "people",
+    "city",
+    "transport",
+    "really",
+    "think",
+    "because",
+    "question",
+    "important",
+    "everyone",
+    "buses",
+    "streets",
+    "schedule",
+    "money",
+    "budget",
+    "council",
+    "yesterday",
+    "morning",
+    "café",
+    "naïve",
+    "über",
+    "façade",
+    "São",
+    "Paulo",
+    "Zürich",
+    "東京",
+    "مرحبا",
+    "שלום",
+    "2024",
+    "forty-two",
+    "infrastructure",
+    "honestly",
+    "okay",
+];
+
+/// Deterministic pseudo-random numbers (a 64-bit LCG), so every run benches the same words.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+}
+
+/// About 2.5 words per second of media: sentences of 4 to 20 words, commas now and then, a
+/// pause after each sentence, the speaker changing every few sentences.
+fn transcript(hours: i64) -> Vec<Word> {
+    let mut rng = Lcg(42);
+    let end = hours * 3_600_000;
+    let mut words = Vec::with_capacity((hours * 9_000) as usize);
+    let mut t: i64 = 0;
+    let mut speaker = 0;
+    while t < end {
+        let len = 4 + rng.next() % 17;
+        for k in 0..len {
+            let mut text = VOCAB[(rng.next() % VOCAB.len() as u64) as usize].to_string();
+            if k == 0 {
+                if let Some(first) = text.get_mut(..1) {
+                    first.make_ascii_uppercase();
+                }
+            }
+            if k + 1 == len {
+                text.push(if rng.next() % 5 == 0 { '?' } else { '.' });
+            } else if rng.next() % 9 == 0 {
+                text.push(',');
+            }
+            let dur = 150 + (rng.next() % 250) as i64;
+            words.push(Word::new(text, Millis(t), Millis(t + dur), speaker));
+            t += dur + 40 + (rng.next() % 60) as i64;
+        }
+        t += 200 + (rng.next() % 900) as i64;
+        if rng.next() % 4 == 0 {
+            speaker = 1 - speaker;
+        }
+    }
+    words
+}
 
 fn bench(c: &mut Criterion) {
-    c.bench_function("layout-placeholder", |b| b.iter(|| 1 + 1));
+    let ten = transcript(10);
+    let smart = Settings::default();
+    let greedy = Settings {
+        format_subtitles: false,
+        ..Settings::default()
+    };
+    let mut g = c.benchmark_group("layout_10h");
+    g.throughput(Throughput::Elements(ten.len() as u64));
+    g.sample_size(20);
+    g.bench_with_input(BenchmarkId::new("smart", ten.len()), &ten, |b, w| {
+        b.iter(|| layout(w, &smart, FrameRate::FPS_25))
+    });
+    g.bench_with_input(BenchmarkId::new("greedy", ten.len()), &ten, |b, w| {
+        b.iter(|| layout(w, &greedy, FrameRate::FPS_25))
+    });
+    g.finish();
+
+    let hundred = transcript(100);
+    let mut g = c.benchmark_group("layout_100h");
+    g.throughput(Throughput::Elements(hundred.len() as u64));
+    g.sample_size(10);
+    g.bench_with_input(
+        BenchmarkId::new("smart", hundred.len()),
+        &hundred,
+        |b, w| b.iter(|| layout(w, &smart, FrameRate::FPS_25)),
+    );
+    g.finish();
+}
+
+/// CPU time this thread has used, from `/proc/thread-self/schedstat` (Linux), so throughput can
+/// also be stated per CPU-second: on a shared, loaded machine wall time overstates the cost.
+fn thread_cpu_ns() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    s.split_whitespace().next()?.parse().ok()
+}
+
+/// Words per CPU-second of `runs` layouts of `words`.
+fn cpu_rate(words: &[Word], settings: &Settings, runs: u32) -> Option<f64> {
+    let t0 = thread_cpu_ns()?;
+    for _ in 0..runs {
+        std::hint::black_box(layout(
+            std::hint::black_box(words),
+            settings,
+            FrameRate::FPS_25,
+        ));
+    }
+    let ns = thread_cpu_ns()? - t0;
+    Some(words.len() as f64 * f64::from(runs) / (ns as f64 / 1e9))
+}
+
+/// Prints words per CPU-second for 10 h smart and greedy and 100 h smart, and the ratio of the
+/// 100 h to the 10 h CPU time.
+fn cpu_report() {
+    let ten = transcript(10);
+    let hundred = transcript(100);
+    let smart = Settings::default();
+    let greedy = Settings {
+        format_subtitles: false,
+        ..Settings::default()
+    };
+    let rates = (
+        cpu_rate(&ten, &smart, 20),
+        cpu_rate(&ten, &greedy, 20),
+        cpu_rate(&hundred, &smart, 3),
+    );
+    // Calibration: cloning the words (one String each) is a floor no layout can beat.
+    if let Some(t0) = thread_cpu_ns() {
+        for _ in 0..20 {
+            std::hint::black_box(std::hint::black_box(&ten).clone());
+        }
+        if let Some(t1) = thread_cpu_ns() {
+            println!(
+                "cpu-time: cloning the 10h words {:.2} M words/s",
+                ten.len() as f64 * 20.0 / ((t1 - t0) as f64 / 1e9) / 1e6
+            );
+        }
+    }
+    if let (Some(s10), Some(g10), Some(s100)) = rates {
+        let ratio = (hundred.len() as f64 / s100) / (ten.len() as f64 / s10);
+        println!(
+            "cpu-time: 10h smart {:.2} M words/s, 10h greedy {:.2} M words/s, 100h smart {:.2} M words/s, 100h/10h time ratio {:.2}",
+            s10 / 1e6,
+            g10 / 1e6,
+            s100 / 1e6,
+            ratio
+        );
+    }
 }
 
 criterion_group!(benches, bench);
-criterion_main!(benches);
+
+fn main() {
+    benches();
+    // `cargo bench --bench layout -- cpu` runs only the CPU-time report.
+    if std::env::args().any(|a| a == "cpu") || std::env::args().len() <= 2 {
+        cpu_report();
+    }
+    Criterion::default().configure_from_args().final_summary();
+}

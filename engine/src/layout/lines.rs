@@ -1,10 +1,9 @@
 //! Line breaking inside one cue and the cue's text: balanced lines (smart) or greedy fill, em
 //! dashes for two speakers, `...` for sentences that run over a cue boundary.
 
-use super::prepare::{Prepared, Unit, CLAUSE, COMMA, LINE_AFTER, MID_WORD, SENT_END, WEAK};
+use super::prepare::{Texts, Unit, CLAUSE, COMMA, LINE_AFTER, MID_WORD, SENT_END, WEAK};
 use super::segment::{pre, suf};
 use super::Params;
-use crate::Word;
 
 /// Scratch buffers reused from cue to cue, so balancing allocates nothing per cue.
 #[derive(Default)]
@@ -43,13 +42,11 @@ pub(super) fn line_break_cost(p: &Params, u: &Unit) -> i64 {
 /// Lays out the text of the cue made of `units[i..j]`.
 pub fn render(
     p: &Params,
-    prep: &Prepared,
-    words: &[Word],
-    i: usize,
-    j: usize,
+    units: &[Unit],
+    texts: Texts<'_>,
+    (i, j): (usize, usize),
     scratch: &mut Scratch,
 ) -> Rendered {
-    let units = &prep.units;
     let cue = &units[i..j];
     let mut prefix = pre(p, units, i);
     let mut suffix = suf(p, units, j);
@@ -66,10 +63,10 @@ pub fn render(
         }
         let mut l1 = String::with_capacity(64);
         l1.push_str(&p.dash);
-        let g1 = push_line(p, prep, words, &cue[..=c], prefix, 0, &mut l1) + p.dash_len;
+        let g1 = push_line(p, texts, &cue[..=c], prefix, 0, &mut l1) + p.dash_len;
         let mut l2 = String::with_capacity(64);
         l2.push_str(&p.dash);
-        let g2 = push_line(p, prep, words, &cue[c + 1..], 0, suffix, &mut l2) + p.dash_len;
+        let g2 = push_line(p, texts, &cue[c + 1..], 0, suffix, &mut l2) + p.dash_len;
         return Rendered {
             lines: vec![l1, l2],
             chars: g1 + g2 + 1,
@@ -100,7 +97,7 @@ pub fn render(
         let mut line = String::with_capacity(48);
         let pr = if l == 0 { prefix } else { 0 };
         let sf = if l + 1 == n { suffix } else { 0 };
-        chars += push_line(p, prep, words, &cue[s..e], pr, sf, &mut line);
+        chars += push_line(p, texts, &cue[s..e], pr, sf, &mut line);
         lines.push(line);
     }
     chars += n.saturating_sub(1) as u32;
@@ -118,8 +115,7 @@ fn line_len(us: &[Unit]) -> u32 {
 /// Appends the units' text (and decorations) to `out`; returns its graphemes.
 fn push_line(
     p: &Params,
-    prep: &Prepared,
-    words: &[Word],
+    texts: Texts<'_>,
     us: &[Unit],
     prefix: u32,
     suffix: u32,
@@ -136,7 +132,7 @@ fn push_line(
             out.push(' ');
             g += 1;
         }
-        let mut t = prep.text(words, u);
+        let mut t = texts.get(u);
         g += u.g;
         if k == last && suffix > 0 {
             // The ellipsis replaces a trailing comma.

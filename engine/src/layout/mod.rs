@@ -18,6 +18,7 @@ mod segment;
 mod timing;
 
 use crate::{ContentProfile, Cue, FrameRate, Settings, SubtitleMode, Word};
+use prepare::Texts;
 
 /// The settings as the passes read them, with the mode-dependent numbers worked out once.
 pub(crate) struct Params {
@@ -41,6 +42,8 @@ pub(crate) struct Params {
     ell_len: u32,
     /// Reading pace, characters per second.
     cps: i64,
+    /// Microseconds of reading time per character (1e6 / cps).
+    us_per_char: i64,
     /// Whether reading pace applies (not in audiogram mode).
     pace: bool,
     /// Whether cues shorter than 5/6 s are avoided (smart mode, not audiogram).
@@ -67,19 +70,30 @@ pub(crate) struct Params {
 const HARD_PAUSE_MS: i64 = 2000;
 
 /// Reading pace picked for `auto` from the transcript's own speech rate (characters per second
-/// of speaking time, short pauses included).
-fn auto_cps(units: &[prepare::Unit]) -> i64 {
+/// of speaking time, short pauses included), read straight from the words in reading order.
+fn auto_cps(texts: Texts<'_>, n: usize) -> i64 {
     let mut chars: i64 = 0;
     let mut ms: i64 = 0;
-    for (k, u) in units.iter().enumerate() {
-        chars += u.g as i64 + 1;
-        ms += u.end - u.start;
-        if let Some(nx) = units.get(k + 1) {
-            let gap = nx.start - u.end;
+    let mut prev_end: Option<i64> = None;
+    for k in 0..n {
+        let Some(w) = texts.words.get(texts.index(k)) else {
+            continue;
+        };
+        let t = w.text.trim();
+        if t.is_empty() {
+            continue;
+        }
+        let start = w.start.0.max(0);
+        let end = w.end.0.max(start);
+        chars += prepare::measure(t).0 as i64 + 1;
+        ms += end - start;
+        if let Some(pe) = prev_end {
+            let gap = start - pe;
             if (0..1000).contains(&gap) {
                 ms += gap;
             }
         }
+        prev_end = Some(end);
     }
     if ms < 1000 {
         return 17;
@@ -94,7 +108,17 @@ fn auto_cps(units: &[prepare::Unit]) -> i64 {
     }
 }
 
+/// Units per chunk: the layout works through the transcript in chunks of this many units (ending
+/// at a hard boundary or the cheapest break within the next `CHUNK` units), so its working set
+/// stays in cache and its time grows linearly however long the transcript is.
+const CHUNK: usize = 2048;
+
 impl Params {
+    fn set_cps(&mut self, cps: i64) {
+        self.cps = cps.max(1);
+        self.us_per_char = 1_000_000 / self.cps;
+    }
+
     fn new(s: &Settings, fr: FrameRate, forbid: Option<&prepare::Forbid>) -> Params {
         let audiogram = s.subtitle_mode == SubtitleMode::Audiogram;
         let max_chars = s.max_chars_per_line.max(1);
@@ -134,6 +158,7 @@ impl Params {
                 ContentProfile::Dense => 20,
                 _ => 17,
             },
+            us_per_char: 0,
             pace: !audiogram,
             avoid_flash: s.format_subtitles && !audiogram,
             pause_threshold: if audiogram {
@@ -166,69 +191,99 @@ impl Params {
 pub fn layout(words: &[Word], settings: &Settings, frame_rate: FrameRate) -> Vec<Cue> {
     let forbid = prepare::Forbid::new(&settings.forbidden_characters);
     let mut p = Params::new(settings, frame_rate, forbid.as_ref());
+    p.set_cps(p.cps);
     // Over-long words are cut so that a piece with a `...` still fits a line.
     let reserve = if p.ellipsis { p.ell_len } else { 0 };
-    let chunk = p.max_chars.saturating_sub(reserve).max(1);
-    let prep = prepare::prepare(
+    let chunk_graphemes = p.max_chars.saturating_sub(reserve).max(1);
+    let n = words.len().min(u32::MAX as usize - 1);
+    let words = &words[..n];
+    let order: Option<Vec<u32>> = if words.windows(2).all(|w| w[0].start <= w[1].start) {
+        None
+    } else {
+        let mut o: Vec<u32> = (0..n as u32).collect();
+        // Stable: words that start together keep their input order.
+        o.sort_by_key(|&i| words[i as usize].start);
+        Some(o)
+    };
+    let word_texts = Texts {
         words,
-        &prepare::PrepOptions {
-            capitalise: p.smart,
-            forbid: forbid.as_ref(),
-            chunk,
-        },
-    );
-    if prep.units.is_empty() {
-        return Vec::new();
-    }
+        order: order.as_deref(),
+        arena: "",
+    };
     if settings.content_profile == ContentProfile::Auto {
-        p.cps = auto_cps(&prep.units);
+        p.set_cps(auto_cps(word_texts, n));
     }
-    let ranges = segment::segment(&p, &prep.units);
+    let word_at = |k: usize| words.get(word_texts.index(k));
+    let mut prep = prepare::Preparer::new(prepare::PrepOptions {
+        capitalise: p.smart,
+        forbid: forbid.as_ref(),
+        chunk: chunk_graphemes,
+    });
+    let mut units: Vec<prepare::Unit> = Vec::with_capacity((3 * CHUNK).min(n + 1));
+    let mut arena = String::new();
+    let mut seg = segment::SegScratch::default();
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
     let mut scratch = lines::Scratch::default();
-    let mut rendered = Vec::with_capacity(ranges.len());
-    let mut spans = Vec::with_capacity(ranges.len());
-    for &(i, j) in &ranges {
-        let r = lines::render(&p, &prep, words, i, j, &mut scratch);
-        spans.push(timing::Span {
-            start: prep.units[i].start,
-            end: prep.units[j - 1].end,
-            chars: r.chars,
-        });
-        rendered.push(r);
-    }
-    let times = timing::time(&p, frame_rate, &spans);
-    let n_words = prep.order.len();
-    let mut cues = Vec::with_capacity(ranges.len());
-    for (k, ((&(i, _), r), (start, end))) in ranges.iter().zip(rendered).zip(times).enumerate() {
-        let first = &prep.units[i];
-        // The cue owns the words from its first unit's word (or the next one, when the cue opens
-        // with the rest of a word cut over a cue boundary) up to the next cue's first word; the
-        // first cue also takes any invisible words before it.
-        let lo = if k == 0 { 0 } else { own_from(&prep, i) };
-        let hi = match ranges.get(k + 1) {
-            Some(&(ni, _)) => own_from(&prep, ni),
-            None => n_words,
+    let mut emitter = timing::Emitter::new(&p, frame_rate, word_texts, n / 6 + 1);
+    // `units[..base]` is already laid out (one unit kept as the context of the next chunk).
+    let mut base = 0;
+    let mut k = 0;
+    loop {
+        while k < n && units.len() - base <= 2 * CHUNK {
+            if let Some(w) = word_at(k) {
+                let next_start = if k + 1 < n {
+                    word_at(k + 1).map(|x| x.start.0)
+                } else {
+                    None
+                };
+                prep.push(k as u32, w, next_start, &mut units, &mut arena);
+            }
+            k += 1;
+        }
+        if base >= units.len() {
+            break;
+        }
+        let end = if k >= n {
+            units.len()
+        } else {
+            segment::chunk_end(&p, &units, base + CHUNK, base + 2 * CHUNK)
         };
-        let lo = lo.min(hi);
-        let cue_words = prep.order[lo..hi]
-            .iter()
-            .filter_map(|&w| words.get(w as usize).cloned())
-            .collect();
-        cues.push(Cue {
-            index: k as u32 + 1,
-            start,
-            end,
-            speaker: first.speaker,
-            lines: r.lines,
-            words: cue_words,
-        });
+        segment::segment(&p, &units, (base, end), &mut seg, &mut ranges);
+        let texts = Texts {
+            arena: &arena,
+            ..word_texts
+        };
+        for &(i, j) in &ranges {
+            let r = lines::render(&p, &units, texts, (i, j), &mut scratch);
+            let first = &units[i];
+            let span = timing::Span {
+                start: first.start,
+                end: units[j - 1].end,
+                chars: r.chars,
+            };
+            emitter.push(span, r.lines, first.speaker, own_from(first));
+        }
+        ranges.clear();
+        // Keep the last laid-out unit as context, and the units not yet laid out.
+        units.drain(..end - 1);
+        base = 1;
+        if !arena.is_empty() {
+            let mut kept = String::new();
+            for u in units.iter_mut().filter(|u| u.has(prepare::IN_ARENA)) {
+                let t = arena.get(u.lo as usize..u.hi as usize).unwrap_or("");
+                u.lo = kept.len() as u32;
+                kept.push_str(t);
+                u.hi = kept.len() as u32;
+            }
+            arena = kept;
+        }
     }
-    cues
+    emitter.finish(n)
 }
 
-/// The first word (in sorted order) a cue starting at unit `i` owns.
-fn own_from(prep: &prepare::Prepared, i: usize) -> usize {
-    let u = &prep.units[i];
+/// The first word (in reading order) a cue starting with unit `u` owns: the unit's word, or the
+/// next one when the cue opens with the rest of a word cut over a cue boundary.
+fn own_from(u: &prepare::Unit) -> usize {
     if u.has(prepare::FIRST_PIECE) {
         u.word as usize
     } else {

@@ -64,30 +64,37 @@ impl Unit {
     }
 }
 
-/// What preparation produces.
-pub struct Prepared {
-    /// Input indices in the order the layout reads them (stable by start time).
-    pub order: Vec<u32>,
-    /// The visible units, in order.
-    pub units: Vec<Unit>,
+/// Where unit texts live: in the words (`order` maps a unit's reading position to the input index;
+/// `None` when the input was already sorted) or in the arena.
+#[derive(Clone, Copy)]
+pub struct Texts<'a> {
+    /// The input words.
+    pub words: &'a [Word],
+    /// Reading order, when it differs from input order.
+    pub order: Option<&'a [u32]>,
     /// Display texts that differ from the words' own.
-    pub arena: String,
+    pub arena: &'a str,
 }
 
-impl Prepared {
+impl<'a> Texts<'a> {
+    /// The input index of the word at reading position `k`.
+    #[inline]
+    pub fn index(&self, k: usize) -> usize {
+        match self.order {
+            Some(o) => o.get(k).map_or(usize::MAX, |&i| i as usize),
+            None => k,
+        }
+    }
+
     /// The display text of unit `u`.
-    pub fn text<'a>(&'a self, words: &'a [Word], u: &Unit) -> &'a str {
+    #[inline]
+    pub fn get(&self, u: &Unit) -> &'a str {
         let src: &str = if u.has(IN_ARENA) {
-            &self.arena
+            self.arena
         } else {
-            match self
-                .order
-                .get(u.word as usize)
-                .and_then(|&i| words.get(i as usize))
-            {
-                Some(w) => &w.text,
-                None => "",
-            }
+            self.words
+                .get(self.index(u.word as usize))
+                .map_or("", |w| w.text.as_str())
         };
         src.get(u.lo as usize..u.hi as usize).unwrap_or("")
     }
@@ -181,6 +188,9 @@ fn strip_closers(s: &str) -> &str {
 }
 
 fn punctuation_flags(s: &str) -> (u8, u16) {
+    if s.as_bytes().last().is_some_and(u8::is_ascii_alphanumeric) {
+        return (0, 0);
+    }
     let t = strip_closers(s);
     match t.chars().next_back() {
         Some('.' | '?' | '!' | '。' | '？' | '！' | '‽') => (SENT_END, 0),
@@ -275,7 +285,11 @@ fn is_weak(s: &str) -> bool {
 /// `s` with control characters and line breaks turned into single spaces, trimmed; `None` when
 /// `s` has none.
 fn clean(s: &str) -> Option<String> {
-    if !s
+    if s.is_ascii() {
+        if !s.bytes().any(|b| b < 0x20 || b == 0x7f) {
+            return None;
+        }
+    } else if !s
         .chars()
         .any(|c| c.is_control() || (c.is_whitespace() && c != ' '))
     {
@@ -326,27 +340,41 @@ pub struct PrepOptions<'f> {
     pub chunk: u32,
 }
 
-/// Sorts, trims and measures `words`.
-pub fn prepare(words: &[Word], opts: &PrepOptions<'_>) -> Prepared {
-    let n = words.len().min(u32::MAX as usize - 1);
-    let mut order: Vec<u32> = (0..n as u32).collect();
-    if !words[..n].windows(2).all(|p| p[0].start <= p[1].start) {
-        // Stable: words that start together keep their input order.
-        order.sort_by_key(|&i| words[i as usize].start);
+/// Turns words into units one at a time, carrying what it needs across words (sentence starts,
+/// the previous speaker, whether a space separates scripts).
+pub struct Preparer<'f> {
+    opts: PrepOptions<'f>,
+    sentence_start: bool,
+    prev_speaker: Option<u32>,
+    prev_last_char: Option<char>,
+}
+
+impl<'f> Preparer<'f> {
+    /// A preparer at the start of a transcript.
+    pub fn new(opts: PrepOptions<'f>) -> Preparer<'f> {
+        Preparer {
+            opts,
+            sentence_start: true,
+            prev_speaker: None,
+            prev_last_char: None,
+        }
     }
-    let mut units = Vec::with_capacity(n);
-    let mut arena = String::new();
-    // Whether the next visible word starts a sentence.
-    let mut sentence_start = true;
-    let mut prev_speaker: Option<u32> = None;
-    let mut prev_last_char: Option<char> = None;
-    for (k, &wi) in order.iter().enumerate() {
-        let w = &words[wi as usize];
+
+    /// Appends the units of word `w` (position `k` in reading order; the next word starts at
+    /// `next_start`, ms) to `units`. A word with no visible text adds none.
+    pub fn push(
+        &mut self,
+        k: u32,
+        w: &Word,
+        next_start: Option<i64>,
+        units: &mut Vec<Unit>,
+        arena: &mut String,
+    ) {
         let start = w.start.0.max(0);
         let mut end = w.end.0.max(start);
-        if let Some(&next) = order.get(k + 1) {
+        if let Some(ns) = next_start {
             // Overlaps are trimmed: a word ends no later than the next one starts.
-            end = end.min(words[next as usize].start.0.max(start));
+            end = end.min(ns.max(start));
         }
         let trimmed = w.text.trim();
         let mut text: Cow<str> = Cow::Borrowed(trimmed);
@@ -354,25 +382,25 @@ pub fn prepare(words: &[Word], opts: &PrepOptions<'_>) -> Prepared {
             text = Cow::Owned(c);
         }
         if text.is_empty() {
-            continue;
+            return;
         }
-        let speaker_change = prev_speaker.is_some_and(|s| s != w.speaker);
-        if opts.capitalise && (sentence_start || speaker_change) {
+        let speaker_change = self.prev_speaker.is_some_and(|s| s != w.speaker);
+        if self.opts.capitalise && (self.sentence_start || speaker_change) {
             if let Some(c) = capitalise(&text) {
                 text = Cow::Owned(c);
             }
         }
         // Sentence ends are read from the recognised text, before any replacement.
         let (mut flags, extra) = punctuation_flags(&text);
-        if let Some(f) = opts.forbid {
+        if let Some(f) = self.opts.forbid {
             if let Some(r) = f.apply(&text) {
                 text = Cow::Owned(clean(&r).unwrap_or(r).trim().to_string());
             }
         }
         if text.is_empty() {
-            continue;
+            return;
         }
-        sentence_start = flags & SENT_END != 0;
+        self.sentence_start = flags & SENT_END != 0;
         if is_weak(&text) {
             flags |= WEAK;
         }
@@ -392,21 +420,22 @@ pub fn prepare(words: &[Word], opts: &PrepOptions<'_>) -> Prepared {
                 (lo, arena.len(), true)
             }
         };
-        if lo > u32::MAX as usize || hi > u32::MAX as usize {
-            continue;
+        if hi > u32::MAX as usize {
+            return;
         }
         let first_char = text.chars().next();
-        let sep = match (prev_last_char, first_char) {
+        let sep = match (self.prev_last_char, first_char) {
             (Some(a), Some(b)) => !(is_cjk(a) && is_cjk(b)),
             _ => true,
         };
-        prev_last_char = text.chars().next_back();
-        prev_speaker = Some(w.speaker);
+        self.prev_last_char = text.chars().next_back();
+        self.prev_speaker = Some(w.speaker);
         let (g, width) = measure(&text);
         let base_flags = if owned { IN_ARENA } else { 0 };
-        if g <= opts.chunk {
+        let chunk = self.opts.chunk;
+        if g <= chunk {
             units.push(Unit {
-                word: k as u32,
+                word: k,
                 lo: lo as u32,
                 hi: hi as u32,
                 g,
@@ -418,7 +447,7 @@ pub fn prepare(words: &[Word], opts: &PrepOptions<'_>) -> Prepared {
                 flags: flags | base_flags | FIRST_PIECE,
                 extra,
             });
-            continue;
+            return;
         }
         // An over-long word: pieces of `chunk` graphemes, never cutting a cluster; its time is
         // shared out in proportion to the graphemes.
@@ -429,15 +458,14 @@ pub fn prepare(words: &[Word], opts: &PrepOptions<'_>) -> Prepared {
         let mut done = 0i64;
         let mut first = true;
         let mut iter = text.grapheme_indices(true).peekable();
-        while let Some((_, gr)) = iter.next() {
+        while iter.next().is_some() {
             count += 1;
             let end_byte = match iter.peek() {
                 Some(&(b, _)) => b,
                 None => text.len(),
             };
-            let _ = gr;
             let last = iter.peek().is_none();
-            if count == opts.chunk || last {
+            if count == chunk || last {
                 let piece = &text[piece_start_byte..end_byte];
                 let (pg, pw) = measure(piece);
                 let t0 = start + dur * done / total;
@@ -453,7 +481,7 @@ pub fn prepare(words: &[Word], opts: &PrepOptions<'_>) -> Prepared {
                     f |= MID_WORD;
                 }
                 units.push(Unit {
-                    word: k as u32,
+                    word: k,
                     lo: (lo + piece_start_byte) as u32,
                     hi: (lo + end_byte) as u32,
                     g: pg,
@@ -471,11 +499,6 @@ pub fn prepare(words: &[Word], opts: &PrepOptions<'_>) -> Prepared {
                 count = 0;
             }
         }
-    }
-    Prepared {
-        order,
-        units,
-        arena,
     }
 }
 

@@ -54,47 +54,106 @@ fn hard_before(p: &Params, units: &[Unit], u: usize) -> bool {
         || b.start - a.end >= p.hard_pause
 }
 
-/// Splits `units` into runs between hard boundaries and lays out each; returns cue unit ranges.
-pub fn segment(p: &Params, units: &[Unit]) -> Vec<(usize, usize)> {
-    let mut cues = Vec::with_capacity(units.len() / 6 + 1);
-    let mut best = if p.smart {
-        vec![0i64; units.len() + 1]
-    } else {
-        Vec::new()
-    };
-    let mut back = if p.smart {
-        vec![0u32; units.len() + 1]
-    } else {
-        Vec::new()
-    };
-    // Prefix sums of graphemes and separators: the length of units [a, b) on one line is
-    // `sum[b] - sum[a] - sep(a)`, in O(1).
-    let sums: Vec<u64> = if p.smart {
-        let mut v = Vec::with_capacity(units.len() + 1);
-        let mut t = 0u64;
-        v.push(0);
+/// Buffers the segmentation reuses from chunk to chunk.
+#[derive(Default)]
+pub struct SegScratch {
+    best: Vec<i64>,
+    back: Vec<u32>,
+    sums: Sums,
+}
+
+/// Lays out units `[base, end)` (a hard boundary at `end`), appending cue unit ranges to `cues`.
+/// `units[base - 1]` (if any) is the unit before, `units[end]` (if any) the unit after.
+pub fn segment(
+    p: &Params,
+    units: &[Unit],
+    (base, end): (usize, usize),
+    scratch: &mut SegScratch,
+    cues: &mut Vec<(usize, usize)>,
+) {
+    if p.smart {
+        let n = units.len() + 1;
+        scratch.best.clear();
+        scratch.best.resize(n, 0);
+        scratch.back.clear();
+        scratch.back.resize(n, 0);
+        // Prefix sums of graphemes and separators (the length of units [a, b) on one line is
+        // `len[b] - len[a] - sep(a)`) and of manual line breaks, so a two-line cue is scored in
+        // O(1) per break position.
+        let sums = &mut scratch.sums;
+        sums.len.clear();
+        sums.line_after.clear();
+        sums.line_cost.clear();
+        let (mut t, mut l) = (0u64, 0u32);
+        sums.len.push(0);
+        sums.line_after.push(0);
         for u in units {
             t += u.g as u64 + u.sep as u64;
-            v.push(t);
+            l += u.has(LINE_AFTER) as u32;
+            sums.len.push(t);
+            sums.line_after.push(l);
+            sums.line_cost.push(super::lines::line_break_cost(p, u));
         }
-        v
-    } else {
-        Vec::new()
-    };
-    let mut a = 0;
-    while a < units.len() {
+    }
+    let mut a = base;
+    while a < end {
         let mut b = a + 1;
-        while b < units.len() && !hard_before(p, units, b) {
+        while b < end && !hard_before(p, units, b) {
             b += 1;
         }
         if p.smart {
-            smart_run(p, units, &sums, (a, b), &mut best, &mut back, &mut cues);
+            let SegScratch { best, back, sums } = scratch;
+            smart_run(p, units, sums, (a, b), best, back, cues);
         } else {
-            greedy_run(p, units, a, b, &mut cues);
+            greedy_run(p, units, a, b, cues);
         }
         a = b;
     }
-    cues
+}
+
+/// Where to end a chunk of at least `min` units that has more units after it: the first hard
+/// boundary in `[min, max)`, else the cheapest break there (a sentence end, a speaker change).
+pub fn chunk_end(p: &Params, units: &[Unit], min: usize, max: usize) -> usize {
+    let max = max.min(units.len().saturating_sub(1)).max(min);
+    let mut best = min;
+    let mut best_cost = i64::MAX;
+    for u in min..max {
+        if u == 0 {
+            continue;
+        }
+        if hard_before(p, units, u) {
+            return u;
+        }
+        let c = break_cost(p, units, u - 1);
+        if c < best_cost {
+            best_cost = c;
+            best = u;
+        }
+    }
+    best.max(1)
+}
+
+/// Prefix sums over the units.
+#[derive(Default)]
+struct Sums {
+    len: Vec<u64>,
+    line_after: Vec<u32>,
+    /// Cost of a line break after each unit.
+    line_cost: Vec<i64>,
+}
+
+impl Sums {
+    /// Graphemes of units [x, y) on one line.
+    #[inline]
+    fn line(&self, units: &[Unit], x: usize, y: usize) -> i64 {
+        (self.len[y] - self.len[x]) as i64 - units[x].sep as i64
+    }
+
+    /// Manual line breaks after units [x, y).
+    #[inline]
+    fn breaks(&self, x: usize, y: usize) -> u32 {
+        self.line_after[y] - self.line_after[x]
+    }
 }
 
 /// Incremental line fit of a cue built backwards from its last unit.
@@ -140,7 +199,7 @@ fn break_cost(p: &Params, units: &[Unit], u: usize) -> i64 {
 fn smart_run(
     p: &Params,
     units: &[Unit],
-    sums: &[u64],
+    sums: &Sums,
     (a, b): (usize, usize),
     best: &mut [i64],
     back: &mut [u32],
@@ -162,6 +221,11 @@ fn smart_run(
         } else {
             last.end + 60_000
         };
+        // The first break position after which the last line [r + 1, j) fits.
+        let mut first_r = j - 1;
+        while first_r > a && sums.line(units, first_r, j) + suffix as i64 <= p.max_chars as i64 {
+            first_r -= 1;
+        }
         let mut fit = BackFit {
             lines: 1,
             cur: last.g + suffix,
@@ -245,19 +309,25 @@ fn smart_run(
                 _ if single => Some(p.max_lines.min(2)),
                 _ => None,
             };
+            // Every other term is >= 0: a candidate whose base already loses is skipped.
+            let base = best[i] + CUE_COST + brk;
+            let lines_eff = if base >= best_cost { None } else { lines_eff };
             if let Some(lines) = lines_eff {
-                let mut cost = best[i] + CUE_COST + brk + (lines as i64 - 1) * p.line_cost;
+                let mut cost = base + (lines as i64 - 1) * p.line_cost;
                 let span = (last.end - u.start).max(1);
                 if p.pace {
                     let text = chars + (prefix + suffix) as i64;
-                    let needed = text * 1000 / p.cps;
+                    let needed = text * p.us_per_char / 1000;
                     let mut avail = room_end - u.start;
                     if let Some(md) = p.max_dur {
                         avail = avail.min(md);
                     }
                     let avail = avail.max(span).max(1);
                     if needed > avail {
-                        cost += ((needed - avail) * 400 / avail).min(2000);
+                        // 32-bit division: this is the hottest line of the layout.
+                        let over = (needed - avail).min(1_000_000) as u32;
+                        cost +=
+                            i64::from((over * 400 / avail.min(u32::MAX as i64) as u32).min(2000));
                     }
                     if p.avoid_flash {
                         let shown = needed.max(span).max(p.min_dur).min(avail);
@@ -288,8 +358,9 @@ fn smart_run(
                 }
                 if fit.dialogue {
                     cost += DIALOGUE_COST;
-                } else if lines == 2 && !single {
-                    cost += two_line_cost(p, units, sums, i, j, prefix, suffix);
+                } else if lines == 2 && !single && cost < best_cost {
+                    // Only worth scoring the lines when the cue could still win.
+                    cost += two_line_cost(p, units, sums, (i, j), (prefix, suffix), first_r);
                 }
                 if cost < best_cost {
                     best_cost = cost;
@@ -412,35 +483,29 @@ fn greedy_run(p: &Params, units: &[Unit], a: usize, b: usize, cues: &mut Vec<(us
 }
 
 /// The cost of the best line break of the two-line cue [i, j): break quality plus imbalance, as
-/// the line balancer will see it. Only the breaks where both lines fit are tried.
+/// the line balancer will see it. Only the breaks where both lines fit are tried: from `first_r`
+/// (the last line fits) while the first line fits.
 fn two_line_cost(
     p: &Params,
     units: &[Unit],
-    sums: &[u64],
-    i: usize,
-    j: usize,
-    prefix: u32,
-    suffix: u32,
+    sums: &Sums,
+    (i, j): (usize, usize),
+    (prefix, suffix): (u32, u32),
+    first_r: usize,
 ) -> i64 {
-    let len = |x: usize, y: usize| -> i64 { (sums[y] - sums[x]) as i64 - units[x].sep as i64 };
     let max = p.max_chars as i64;
     let mut best = i64::MAX;
-    for r in i..j - 1 {
-        let l1 = len(i, r + 1) + prefix as i64;
+    for r in first_r.max(i)..j - 1 {
+        let l1 = sums.line(units, i, r + 1) + prefix as i64;
         if l1 > max {
             break;
         }
-        let l2 = len(r + 1, j) + suffix as i64;
-        if l2 > max {
-            continue;
-        }
-        if units[i..r].iter().any(|u| u.has(LINE_AFTER))
-            || units[r + 1..j - 1].iter().any(|u| u.has(LINE_AFTER))
-        {
+        let l2 = sums.line(units, r + 1, j) + suffix as i64;
+        if l2 > max || sums.breaks(i, r) > 0 || sums.breaks(r + 1, j - 1) > 0 {
             continue;
         }
         let d = l1 - l2;
-        let c = super::lines::line_break_cost(p, &units[r]) + d * d / 8;
+        let c = sums.line_cost[r] + d * d / 8;
         best = best.min(c);
     }
     if best == i64::MAX {

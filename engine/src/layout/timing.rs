@@ -1,8 +1,10 @@
 //! Cue times on the frame grid: shift, reading pace, minimum and maximum duration, the frame gap
-//! between cues and chaining of short gaps. Works in whole frames so nothing drifts.
+//! between cues and chaining of short gaps. Works in whole frames so nothing drifts, and streams:
+//! a cue is finished as soon as the next one's start is known.
 
+use super::prepare::Texts;
 use super::Params;
-use crate::{FrameRate, Millis};
+use crate::{Cue, FrameRate, Millis};
 
 /// What timing needs of one cue.
 pub struct Span {
@@ -27,26 +29,95 @@ fn frame_ceil(fr: FrameRate, t: i64) -> i64 {
 /// Chaining closes gaps up to this long (ms).
 const CHAIN_MS: i64 = 500;
 
-/// Frame-exact (start, end) of every cue, in ms on the grid. Invariants: `end > start`, and
-/// `next.start - end >= N` frames, even when the words are closer together than that (then the
-/// earlier cue keeps one frame and the later cue is moved on).
-pub fn time(p: &Params, fr: FrameRate, spans: &[Span]) -> Vec<(Millis, Millis)> {
-    let n_gap = p.gap_frames as i64;
-    // Start frames after the shift (clamped at 0).
-    let mut starts: Vec<i64> = spans
-        .iter()
-        .map(|s| fr.frame_round(Millis((s.start + p.shift).max(0))))
-        .collect();
-    // Starts never go backwards (cue starts are sorted word starts; clamping keeps that).
-    for k in 1..starts.len() {
-        if starts[k] < starts[k - 1] {
-            starts[k] = starts[k - 1];
+struct Pending {
+    /// Start frame.
+    s: i64,
+    span: Span,
+    lines: Vec<String>,
+    speaker: u32,
+    /// First word (reading position) the cue owns.
+    lo: usize,
+}
+
+/// Builds the cues in order, timing each once the next cue's start is known.
+pub struct Emitter<'a> {
+    p: &'a Params,
+    fr: FrameRate,
+    texts: Texts<'a>,
+    cues: Vec<Cue>,
+    pending: Option<Pending>,
+}
+
+impl<'a> Emitter<'a> {
+    /// An emitter for cues over `texts.words`.
+    pub fn new(p: &'a Params, fr: FrameRate, texts: Texts<'a>, capacity: usize) -> Emitter<'a> {
+        Emitter {
+            p,
+            fr,
+            texts,
+            cues: Vec::with_capacity(capacity),
+            pending: None,
         }
     }
-    let mut out = Vec::with_capacity(spans.len());
-    for k in 0..spans.len() {
-        let sp = &spans[k];
-        let s = starts[k];
+
+    /// Adds the next cue; it owns the words from reading position `lo` on.
+    pub fn push(&mut self, span: Span, lines: Vec<String>, speaker: u32, lo: usize) {
+        let mut s = self
+            .fr
+            .frame_round(Millis((span.start + self.p.shift).max(0)));
+        let lo = if self.cues.is_empty() && self.pending.is_none() {
+            // The first cue also owns any invisible words before it.
+            0
+        } else {
+            lo
+        };
+        if let Some(prev) = self.pending.take() {
+            // Starts never go backwards (cue starts are sorted word starts; clamping keeps that).
+            s = s.max(prev.s);
+            let e = self.end_frame(&prev, Some(s));
+            // Words closer together than the gap: the later cue moves on.
+            s = s.max(e + self.p.gap_frames as i64);
+            self.emit(prev, e, lo);
+        }
+        self.pending = Some(Pending {
+            s,
+            span,
+            lines,
+            speaker,
+            lo,
+        });
+    }
+
+    /// The cues, the last one timed against no successor.
+    pub fn finish(mut self, n_words: usize) -> Vec<Cue> {
+        if let Some(prev) = self.pending.take() {
+            let e = self.end_frame(&prev, None);
+            self.emit(prev, e, n_words);
+        }
+        self.cues
+    }
+
+    fn emit(&mut self, c: Pending, e: i64, hi: usize) {
+        let texts = self.texts;
+        let lo = c.lo.min(hi);
+        let words = (lo..hi)
+            .filter_map(|k| texts.words.get(texts.index(k)).cloned())
+            .collect();
+        self.cues.push(Cue {
+            index: self.cues.len() as u32 + 1,
+            start: self.fr.frame_start(c.s),
+            end: self.fr.frame_start(e),
+            speaker: c.speaker,
+            lines: c.lines,
+            words,
+        });
+    }
+
+    /// The end frame of `c` when the next cue starts at frame `next`. Always after `c.s`; at least
+    /// N frames before `next` when `next - N > c.s`.
+    fn end_frame(&self, c: &Pending, next: Option<i64>) -> i64 {
+        let (p, fr, sp, s) = (self.p, self.fr, &c.span, c.s);
+        let n_gap = p.gap_frames as i64;
         let s_ms = fr.frame_start(s).0;
         let mut e = fr.frame_round(Millis((sp.end + p.shift).max(0))).max(s + 1);
         // The longest the cue may last, in frames (at least one).
@@ -55,7 +126,7 @@ pub fn time(p: &Params, fr: FrameRate, spans: &[Span]) -> Vec<(Millis, Millis)> 
             .map(|md| (fr.frame_floor(Millis(s_ms + md))).max(s + 1));
         let mut needed = p.min_dur;
         if p.pace {
-            needed = needed.max((sp.chars as i64 * 1000 + p.cps - 1) / p.cps);
+            needed = needed.max((sp.chars as i64 * p.us_per_char + 999) / 1000);
         }
         if p.avoid_flash {
             needed = needed.max(super::segment::FLASH_MS);
@@ -64,7 +135,6 @@ pub fn time(p: &Params, fr: FrameRate, spans: &[Span]) -> Vec<(Millis, Millis)> 
             needed = needed.min(md);
         }
         let want = frame_ceil(fr, s_ms + needed);
-        let next = starts.get(k + 1).copied();
         let limit = next.map(|ns| ns - n_gap);
         if want > e {
             // Extend into the following silence, never past the next cue minus the gap.
@@ -84,16 +154,6 @@ pub fn time(p: &Params, fr: FrameRate, spans: &[Span]) -> Vec<(Millis, Millis)> 
         if let Some(me) = max_end {
             e = e.min(me);
         }
-        if e <= s {
-            e = s + 1;
-        }
-        if let Some(ns) = starts.get_mut(k + 1) {
-            // Words closer together than the gap: the later cue moves on.
-            if *ns < e + n_gap {
-                *ns = e + n_gap;
-            }
-        }
-        out.push((fr.frame_start(s), fr.frame_start(e)));
+        e.max(s + 1)
     }
-    out
 }
