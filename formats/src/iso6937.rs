@@ -6,7 +6,10 @@
 //! in formats.md §5, which matches ttconv's decoder) are produced, so every byte we write decodes to
 //! the same letter in every reader; anything else becomes `?`.
 
-use unicode_normalization::UnicodeNormalization;
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+use unicode_normalization::{is_nfc_quick, IsNormalized, UnicodeNormalization};
 use unicode_segmentation::UnicodeSegmentation;
 
 /// The character written for anything the target table cannot encode.
@@ -95,81 +98,120 @@ pub(crate) fn decode_single(byte: u8) -> Option<char> {
     }
 }
 
-/// Appends the ISO 6937 bytes of one character (already NFC), or `?` when there are none.
-fn encode_char(c: char, out: &mut Vec<u8>) {
-    if (' '..='~').contains(&c) {
-        out.push(c as u8);
-        return;
-    }
-    // Typographic equivalents that the table spells with one code: the horizontal bar shares the
-    // dash code, and Romanian comma-below letters are shown with the cedilla that teletext has.
-    let c = match c {
-        '\u{2015}' => '—',
-        'Đ' => 'Ð',
-        'Ș' => 'Ş',
-        'ș' => 'ş',
-        'Ț' => 'Ţ',
-        'ț' => 'ţ',
-        '\t' => ' ',
-        other => other,
-    };
-    if c == ' ' {
-        out.push(b' ');
-        return;
-    }
-    if let Some(i) = HIGH.iter().position(|h| *h == c && c != '\0') {
-        // `$` and `#` are ASCII above; the table's A4h/A6h duplicates are never written.
-        out.push(0xA0 + i as u8);
-        return;
-    }
-    for (d, bases, composed) in PAIRS.iter() {
-        if let Some(i) = composed.chars().position(|x| x == c) {
-            if let Some(base) = bases.as_bytes().get(i) {
-                out.push(*d);
-                out.push(*base);
-                return;
+/// Every non-ASCII character code table 00 can show, with its one or two bytes (second byte 0
+/// for single-byte codes), sorted by character for binary search. Built once.
+fn encode_table() -> &'static [(char, [u8; 2])] {
+    static TABLE: OnceLock<Vec<(char, [u8; 2])>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t: Vec<(char, [u8; 2])> = Vec::with_capacity(256);
+        for (i, c) in HIGH.iter().enumerate() {
+            // `$` and `#` are written as ASCII; the table's A4h/A6h duplicates are never used.
+            if *c != '\0' && *c != '$' && *c != '#' {
+                t.push((*c, [0xA0 + i as u8, 0]));
             }
         }
-    }
-    if let Some((d, _)) = SPACING_ACCENTS.iter().find(|(_, s)| *s == c) {
-        out.push(*d);
-        out.push(b' ');
-        return;
-    }
-    out.push(REPLACEMENT);
+        for (d, bases, composed) in PAIRS {
+            for (b, c) in bases.bytes().zip(composed.chars()) {
+                t.push((c, [d, b]));
+            }
+        }
+        for (d, c) in SPACING_ACCENTS {
+            t.push((c, [d, b' ']));
+        }
+        // Typographic equivalents that the table spells with one code: the horizontal bar shares
+        // the dash code, Đ shares Ð's, and Romanian comma-below letters are shown with the
+        // cedilla that teletext has.
+        for (alias, target) in [
+            ('\u{2015}', '—'),
+            ('Đ', 'Ð'),
+            ('Ș', 'Ş'),
+            ('ș', 'ş'),
+            ('Ț', 'Ţ'),
+            ('ț', 'ţ'),
+        ] {
+            if let Some(&(_, bytes)) = t.iter().find(|(c, _)| *c == target) {
+                t.push((alias, bytes));
+            }
+        }
+        t.sort_by_key(|(c, _)| *c);
+        t.dedup_by_key(|(c, _)| *c);
+        t
+    })
 }
 
-/// Appends `text` in ISO 6937 after NFC normalisation; unencodable characters become `?`.
+/// Appends the ISO 6937 bytes of one character (already NFC); `false` (and `?` written) when
+/// the table has none.
+fn encode_char(c: char, out: &mut Vec<u8>) -> bool {
+    if (' '..='~').contains(&c) {
+        out.push(c as u8);
+        return true;
+    }
+    if c == '\t' {
+        out.push(b' ');
+        return true;
+    }
+    let table = encode_table();
+    match table.binary_search_by_key(&c, |(k, _)| *k) {
+        Ok(i) => {
+            let [a, b] = table[i].1;
+            out.push(a);
+            if b != 0 {
+                out.push(b);
+            }
+            true
+        }
+        Err(_) => {
+            out.push(REPLACEMENT);
+            false
+        }
+    }
+}
+
+/// Appends `text` in ISO 6937 after NFC normalisation; unencodable characters become `?`, one
+/// per grapheme cluster (an emoji sequence or a letter with marks no precomposed form covers is
+/// one character on screen).
 pub(crate) fn encode(text: &str, out: &mut Vec<u8>) {
-    if text.bytes().all(|b| (0x20..0x7F).contains(&b)) {
+    // Printable ASCII, most lines: a branch-free fold the compiler vectorises.
+    let printable = text
+        .bytes()
+        .fold(true, |all, b| all & (b.wrapping_sub(0x20) < 0x5F));
+    if printable {
         out.extend_from_slice(text.as_bytes());
         return;
     }
-    if text.is_ascii() {
-        out.extend(text.bytes().map(|b| match b {
-            0x20..=0x7E => b,
-            b'\t' => b' ',
-            _ => REPLACEMENT,
-        }));
+    // Characters below U+0300 (lead bytes below CCh) are always NFC.
+    let below_combining = text.bytes().fold(true, |all, b| all & (b < 0xCC));
+    let nfc: Cow<str> = if below_combining || is_nfc_quick(text.chars()) == IsNormalized::Yes {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(text.nfc().collect())
+    };
+    // Character by character first, printable ASCII runs copied whole; only text with
+    // something unencodable needs the (slower) grapheme segmentation.
+    let mark = out.len();
+    let bytes = nfc.as_bytes();
+    let mut i = 0;
+    let mut clean = true;
+    while i < bytes.len() {
+        let run = i;
+        while i < bytes.len() && (0x20..0x7F).contains(&bytes[i]) {
+            i += 1;
+        }
+        out.extend_from_slice(&bytes[run..i]);
+        if let Some(c) = nfc.get(i..).and_then(|rest| rest.chars().next()) {
+            clean &= encode_char(c, out);
+            i += c.len_utf8();
+        }
+    }
+    if clean {
         return;
     }
-    let text: String = text.nfc().collect();
-    for grapheme in text.graphemes(true) {
-        let mut chars = grapheme.chars();
-        match (chars.next(), chars.next()) {
-            (Some(c), None) => encode_char(c, out),
-            _ => {
-                // A cluster (emoji sequence, letter with marks no precomposed form covers) is one
-                // character on screen: all of it, or a single `?`.
-                let mark = out.len();
-                for c in grapheme.chars() {
-                    encode_char(c, out);
-                }
-                if out[mark..].contains(&REPLACEMENT) && !grapheme.contains('?') {
-                    out.truncate(mark);
-                    out.push(REPLACEMENT);
-                }
-            }
+    out.truncate(mark);
+    for grapheme in nfc.graphemes(true) {
+        let start = out.len();
+        if !grapheme.chars().all(|c| encode_char(c, out)) {
+            out.truncate(start);
+            out.push(REPLACEMENT);
         }
     }
 }

@@ -52,13 +52,18 @@ pub fn write_with_date(
     // TCI hours are one binary byte: a cue that starts at 256 hours or later has no timecode.
     order.retain(|c| frames(c.start, fps) < last_frame(fps));
 
-    // Encode every cue's text field first: TNB (the block count) goes in the GSI block.
-    let mut fields: Vec<Vec<u8>> = Vec::with_capacity(order.len());
+    // Encode every cue's text field first (into one buffer): TNB, the block count, goes in the
+    // GSI block.
+    let mut fields: Vec<u8> = Vec::with_capacity(order.len() * 80);
+    let mut ends: Vec<usize> = Vec::with_capacity(order.len());
+    let mut points: Vec<usize> = Vec::new();
     let mut blocks = 0usize;
     for cue in &order {
-        let tf = text_field(cue);
-        blocks += split_points(&tf).len();
-        fields.push(tf);
+        let from = fields.len();
+        text_field(cue, &mut fields);
+        split_points(&fields[from..], &mut points);
+        blocks += points.len();
+        ends.push(fields.len());
     }
 
     let first = order.first().map(|c| timecode(c.start, fps));
@@ -66,16 +71,19 @@ pub fn write_with_date(
     let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024 + GSI_LEN);
     buf.extend_from_slice(&gsi);
 
-    for (i, (cue, tf)) in order.iter().zip(&fields).enumerate() {
+    let mut field_start = 0;
+    for (i, (cue, &field_end)) in order.iter().zip(&ends).enumerate() {
+        let tf = &fields[field_start..field_end];
+        field_start = field_end;
         // SN counts from 1 (cue numbers as SRT shows them) and wraps past 65535, the field's range.
         let sn = ((i + 1) % 0x1_0000) as u16;
         let (tci, tco) = cue_timecodes(cue, fps);
         let lines = visible_lines(cue).count();
         let vp = (24usize.saturating_sub(2 * lines.max(1))).max(1) as u8;
-        let chunks = split_points(tf);
-        let last = chunks.len() - 1;
+        split_points(tf, &mut points);
+        let last = points.len() - 1;
         let mut from = 0;
-        for (n, &to) in chunks.iter().enumerate() {
+        for (n, &to) in points.iter().enumerate() {
             let mut block = [0x8Fu8; TTI_LEN];
             block[0] = 0; // SGN
             LittleEndian::write_u16(&mut block[1..3], sn);
@@ -119,8 +127,77 @@ pub(crate) fn start_order(cues: &[Cue]) -> Vec<&Cue> {
 pub(crate) fn visible_lines(cue: &Cue) -> impl Iterator<Item = &str> + Clone {
     cue.lines
         .iter()
-        .flat_map(|l| l.split(['\r', '\n']))
-        .filter(|l| !l.trim().is_empty())
+        .flat_map(|l| LineParts { rest: Some(l) })
+        .filter(|l| !is_blank(l))
+}
+
+/// True when any byte is below 20h (CR, LF, tab, other controls), eight bytes at a time: most
+/// lines have none, and this check runs for every line the writers emit.
+pub(crate) fn has_control_byte(bytes: &[u8]) -> bool {
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_le_bytes(word);
+        // Sets the top bit of every byte below 20h (bytes of 80h and above are masked by `!x`).
+        if x.wrapping_sub(0x2020_2020_2020_2020) & !x & 0x8080_8080_8080_8080 != 0 {
+            return true;
+        }
+    }
+    chunks.remainder().iter().any(|&b| b < 0x20)
+}
+
+/// True for a line with nothing visible (Unicode whitespace only); the common case, a line that
+/// starts with a printable ASCII character, is decided on its first byte.
+fn is_blank(line: &str) -> bool {
+    match line.as_bytes().first() {
+        Some(&b) if b > b' ' && b < 0x7F => false,
+        _ => line.trim().is_empty(),
+    }
+}
+
+/// `text` without the given ASCII bytes at either end (a byte loop: a `char` pattern costs more).
+pub(crate) fn trim_ascii_set<'a>(text: &'a str, set: &[u8]) -> &'a str {
+    let bytes = text.as_bytes();
+    let start = bytes
+        .iter()
+        .position(|b| !set.contains(b))
+        .unwrap_or(bytes.len());
+    let end = bytes
+        .iter()
+        .rposition(|b| !set.contains(b))
+        .map_or(start, |e| e + 1);
+    // Both ends sit next to ASCII bytes (or the text's ends), so they are char boundaries.
+    text.get(start..end.max(start)).unwrap_or("")
+}
+
+/// The parts of a line between CR and LF bytes (a byte search: both are ASCII, so every part
+/// is still valid UTF-8).
+#[derive(Clone)]
+struct LineParts<'a> {
+    rest: Option<&'a str>,
+}
+
+impl<'a> Iterator for LineParts<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let rest = self.rest?;
+        if !has_control_byte(rest.as_bytes()) {
+            self.rest = None;
+            return Some(rest);
+        }
+        match rest.bytes().position(|b| b == b'\r' || b == b'\n') {
+            Some(i) => {
+                self.rest = rest.get(i + 1..);
+                rest.get(..i)
+            }
+            None => {
+                self.rest = None;
+                Some(rest)
+            }
+        }
+    }
 }
 
 /// The DFC's nominal rate: 30 for 30000/1001, 30/1 and 60/1; 25 for everything else (25/1,
@@ -135,8 +212,12 @@ fn stl_fps(rate: FrameRate) -> u32 {
 
 /// Whole frames of `fps` in `t`, rounded half up (negative times clamp to 0).
 fn frames(t: Millis, fps: u32) -> u64 {
-    let ms = t.0.max(0) as u128;
-    ((ms * u128::from(fps) * 2 + 1000) / 2000).min(u128::from(u64::MAX)) as u64
+    let ms = t.0.max(0) as u64;
+    match ms.checked_mul(u64::from(fps) * 2) {
+        Some(twice) => twice / 2000 + u64::from(twice % 2000 >= 1000),
+        // Beyond 2^57 ms: far past the 256-hour limit, any large value does.
+        None => u64::MAX / 2,
+    }
 }
 
 /// The frame number of 255:59:59 and the last frame: TCI/TCO hours are one binary byte.
@@ -172,27 +253,26 @@ fn cue_timecodes(cue: &Cue, fps: u32) -> ([u8; 4], [u8; 4]) {
 
 /// The teletext text field: `0D 0B 0B` line `0A 0A`, lines separated by `8A 8A` (double height
 /// takes two rows). Lines are trimmed: centred teletext has no use for edge spaces.
-fn text_field(cue: &Cue) -> Vec<u8> {
-    let mut tf = Vec::with_capacity(TF_LEN);
+fn text_field(cue: &Cue, tf: &mut Vec<u8>) {
     for (i, line) in visible_lines(cue).enumerate() {
         if i > 0 {
             tf.extend_from_slice(&[0x8A, 0x8A]);
         }
         tf.extend_from_slice(&[0x0D, 0x0B, 0x0B]);
-        iso6937::encode(line.trim_matches([' ', '\t']), &mut tf);
+        iso6937::encode(trim_ascii_set(line, b" \t"), tf);
         tf.extend_from_slice(&[0x0A, 0x0A]);
     }
-    tf
 }
 
 /// End offsets of the TTI blocks a text field needs: at most 112 bytes each, never splitting a
 /// diacritic from its letter, at most 240 blocks (text beyond 26,880 bytes is dropped). Always at
 /// least one block.
-fn split_points(tf: &[u8]) -> Vec<usize> {
+fn split_points(tf: &[u8], points: &mut Vec<usize>) {
+    points.clear();
     if tf.len() <= TF_LEN {
-        return vec![tf.len()];
+        points.push(tf.len());
+        return;
     }
-    let mut points = Vec::new();
     let mut start = 0;
     let mut i = 0;
     while i < tf.len() && points.len() < MAX_BLOCKS_PER_SUBTITLE {
@@ -206,7 +286,6 @@ fn split_points(tf: &[u8]) -> Vec<usize> {
     if points.len() < MAX_BLOCKS_PER_SUBTITLE {
         points.push(tf.len().min(i));
     }
-    points
 }
 
 /// Writes `value` as zero-padded ASCII digits into `field`, capped at the largest value it holds.
@@ -773,12 +852,35 @@ mod tests {
 
     #[test]
     fn long_text_splits_between_pairs_never_inside() {
+        let split = |tf: &[u8]| {
+            let mut points = Vec::new();
+            split_points(tf, &mut points);
+            points
+        };
         let mut tf = vec![b'a'; 111];
         tf.extend_from_slice(&[0xC2, b'e', b'b']);
-        assert_eq!(split_points(&tf), vec![111, 114]);
-        assert_eq!(split_points(&[]), vec![0]);
+        assert_eq!(split(&tf), vec![111, 114]);
+        assert_eq!(split(&[]), vec![0]);
         let huge = vec![b'x'; 112 * 300];
-        assert_eq!(split_points(&huge).len(), MAX_BLOCKS_PER_SUBTITLE);
+        assert_eq!(split(&huge).len(), MAX_BLOCKS_PER_SUBTITLE);
+    }
+
+    #[test]
+    fn control_bytes_are_found_anywhere_in_a_line() {
+        assert!(!has_control_byte(
+            b"plain text with no controls, caf\xC3\xA9"
+        ));
+        for at in 0..20 {
+            let mut line = vec![b'a'; 20];
+            line[at] = b'\n';
+            assert!(has_control_byte(&line), "{at}");
+            line[at] = 0x1F;
+            assert!(has_control_byte(&line), "{at}");
+            line[at] = 0x20;
+            assert!(!has_control_byte(&line), "{at}");
+            line[at] = 0xFF;
+            assert!(!has_control_byte(&line), "{at}");
+        }
     }
 
     #[test]

@@ -55,10 +55,10 @@ pub fn write(cues: &[Cue], opts: &WriteOptions, out: &mut dyn Write) -> Result<(
     buf.extend_from_slice(HEAD_1);
     escape_into(&mut buf, opts.language.trim(), true);
     buf.extend_from_slice(HEAD_2);
-    write_region(&mut buf, cues);
+    let order = crate::stl::start_order(cues);
+    write_region(&mut buf, &order);
     buf.extend_from_slice(HEAD_3);
 
-    let order = crate::stl::start_order(cues);
     for (n, cue) in order.iter().enumerate() {
         let start = (cue.start + opts.offset).max(Millis::ZERO);
         let end = (cue.end + opts.offset).max(start + Millis(1));
@@ -90,7 +90,7 @@ pub fn write(cues: &[Cue], opts: &WriteOptions, out: &mut dyn Write) -> Result<(
 /// (1.25 × one cell of the default 15-row grid per line, rounded up to 5%), at least 20% (two
 /// lines, the document of formats.md §3) and at most 80%. Its `displayAlign="after"` keeps the
 /// text at the bottom, so a taller region only prevents clipping of three-line and longer cues.
-fn write_region(buf: &mut Vec<u8>, cues: &[Cue]) {
+fn write_region(buf: &mut Vec<u8>, cues: &[&Cue]) {
     let lines = cues
         .iter()
         .map(|c| crate::stl::visible_lines(c).count())
@@ -150,50 +150,80 @@ fn push_clock(buf: &mut Vec<u8>, ms: i64) {
     ]);
 }
 
+/// Byte classes for [`escape_into`]: 0 copied as is, 1 needs a look.
+const SPECIAL: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        t[b] = 1;
+        b += 1;
+    }
+    t[b'&' as usize] = 1;
+    t[b'<' as usize] = 1;
+    t[b'>' as usize] = 1;
+    t[b'"' as usize] = 1;
+    t[b' ' as usize] = 1;
+    t[0xEF] = 1;
+    t
+};
+
 /// Appends `text` escaped for XML: `&`, `<`, `>` (and `"` in attributes) as entities, runs of XML
 /// whitespace as one space, trimmed at both ends; characters XML 1.0 forbids become `?`.
 fn escape_into(buf: &mut Vec<u8>, text: &str, attribute: bool) {
-    let bytes = text.trim_matches([' ', '\t', '\n', '\r']).as_bytes();
+    let bytes = crate::stl::trim_ascii_set(text, b" \t\n\r").as_bytes();
     let mut run = 0;
     let mut i = 0;
     while i < bytes.len() {
         let b = bytes[i];
-        let special = match b {
-            b'&' | b'<' | b'>' | b'\t' | b'\n' | b'\r' => true,
-            b'"' => attribute,
-            b' ' => bytes.get(i + 1).is_some_and(|n| n.is_ascii_whitespace()),
-            0x00..=0x1F => true,
-            // U+FFFE and U+FFFF (EF BF BE/BF) are not XML characters.
-            0xEF => {
-                bytes.get(i + 1) == Some(&0xBF) && matches!(bytes.get(i + 2), Some(0xBE | 0xBF))
-            }
-            _ => false,
-        };
-        if !special {
+        if SPECIAL[usize::from(b)] == 0 {
             i += 1;
             continue;
         }
-        buf.extend_from_slice(&bytes[run..i]);
-        match b {
-            b'&' => buf.extend_from_slice(b"&amp;"),
-            b'<' => buf.extend_from_slice(b"&lt;"),
-            b'>' => buf.extend_from_slice(b"&gt;"),
-            b'"' => buf.extend_from_slice(b"&quot;"),
+        let replacement: &[u8] = match b {
+            b'&' => b"&amp;",
+            b'<' => b"&lt;",
+            b'>' => b"&gt;",
+            b'"' if attribute => b"&quot;",
+            b'"' => {
+                i += 1;
+                continue;
+            }
             b' ' | b'\t' | b'\n' | b'\r' => {
-                buf.push(b' ');
+                let mut j = i + 1;
                 while bytes
-                    .get(i + 1)
+                    .get(j)
                     .is_some_and(|n| matches!(n, b' ' | b'\t' | b'\n' | b'\r'))
                 {
+                    j += 1;
+                }
+                if b == b' ' && j == i + 1 {
+                    // A single space is copied with its run.
+                    i += 1;
+                    continue;
+                }
+                buf.extend_from_slice(&bytes[run..i]);
+                buf.push(b' ');
+                i = j;
+                run = j;
+                continue;
+            }
+            // U+FFFE and U+FFFF (EF BF BE/BF) are not XML characters; other EF.. are.
+            0xEF => {
+                if bytes.get(i + 1) == Some(&0xBF) && matches!(bytes.get(i + 2), Some(0xBE | 0xBF))
+                {
+                    buf.extend_from_slice(&bytes[run..i]);
+                    buf.push(b'?');
+                    i += 3;
+                    run = i;
+                } else {
                     i += 1;
                 }
+                continue;
             }
-            0xEF => {
-                buf.push(b'?');
-                i += 2;
-            }
-            _ => buf.push(b'?'),
-        }
+            _ => b"?",
+        };
+        buf.extend_from_slice(&bytes[run..i]);
+        buf.extend_from_slice(replacement);
         i += 1;
         run = i;
     }
@@ -810,7 +840,7 @@ mod tests {
         let cue = |n: usize| Cue::from_lines(1, Millis(0), Millis(1), vec!["x".into(); n]);
         let region = |cues: &[Cue]| {
             let mut b = Vec::new();
-            write_region(&mut b, cues);
+            write_region(&mut b, &cues.iter().collect::<Vec<_>>());
             String::from_utf8(b).unwrap()
         };
         assert_eq!(region(&[]), "70%\" tts:extent=\"80% 20%");

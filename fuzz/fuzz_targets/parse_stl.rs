@@ -26,7 +26,10 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     for c in &cues {
-        assert!(c.start.0 >= 0 && c.end >= c.start, "reader returned a backwards cue");
+        assert!(
+            c.start.0 >= 0 && c.end >= c.start,
+            "reader returned a backwards cue"
+        );
     }
     let opts = WriteOptions::default();
     let once = to_vec(Format::EbuStl, &cues, &opts).expect("writing to a Vec cannot fail");

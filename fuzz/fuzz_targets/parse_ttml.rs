@@ -10,7 +10,10 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     for c in &cues {
-        assert!(c.start.0 >= 0 && c.end > c.start, "reader returned an empty or negative cue");
+        assert!(
+            c.start.0 >= 0 && c.end > c.start,
+            "reader returned an empty or negative cue"
+        );
     }
     // Whatever was read can be written, and the written file reads back as a fixed point.
     let opts = WriteOptions::default();
