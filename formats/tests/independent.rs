@@ -365,3 +365,73 @@ fn the_libass_oracle_follows_the_documented_rules() {
         vec!["ab", "c\u{A0}d {e} {f \\x"]
     );
 }
+
+/// The other direction: files written by ffmpeg and pysubs2 (from our SRT of each fixture) are read
+/// by our readers with the fixture's cues, times within the written format's precision.
+#[test]
+fn files_written_by_ffmpeg_and_pysubs2_read_back_as_the_fixture() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // Fixtures whose text and times every tool can carry (no markup-like characters, hours < 10).
+    let names = [
+        "multi_line",
+        "two_speakers",
+        "iso6937_diacritics",
+        "cjk",
+        "rtl",
+        "emoji",
+        "rounding_edges",
+        "negative_offset",
+        "untidy_lines",
+    ];
+    for f in fixtures().iter().filter(|f| names.contains(&f.name)) {
+        let src = dir.path().join(format!("{}.srt", f.name));
+        std::fs::write(&src, to_vec(Format::Srt, &f.cues, &f.opts).unwrap()).unwrap();
+        let expected = f.expected(1);
+        for (format, ext, tolerance) in [
+            (Format::Srt, "srt", 0),
+            (Format::WebVtt, "vtt", 0),
+            (Format::Ass, "ass", 10),
+        ] {
+            let by_ffmpeg = dir.path().join(format!("{}.ffmpeg.{ext}", f.name));
+            let out = run(Command::new("ffmpeg")
+                .args(["-nostdin", "-v", "error", "-y", "-i"])
+                .arg(&src)
+                .arg(&by_ffmpeg));
+            assert!(
+                out.status.success(),
+                "ffmpeg: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let by_pysubs2 = dir.path().join(format!("{}.pysubs2.{ext}", f.name));
+            let out = run(Command::new(common::python()).args([
+                "-c",
+                "import pysubs2,sys; pysubs2.load(sys.argv[1], encoding='utf-8').save(sys.argv[2])",
+            ])
+            .arg(&src)
+            .arg(&by_pysubs2));
+            assert!(
+                out.status.success(),
+                "pysubs2: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            for path in [by_ffmpeg, by_pysubs2] {
+                let bytes = std::fs::read(&path).unwrap();
+                let cues = cuecraft_formats::parse(format, &bytes)
+                    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                let what = path.display().to_string();
+                assert_eq!(cues.len(), expected.len(), "{what}: cue count");
+                for (c, e) in cues.iter().zip(&expected) {
+                    assert_eq!(c.lines, e.lines, "{what}");
+                    // ASS keeps centiseconds: a writer may round or truncate, so within one.
+                    let close = |a: i64, b: i64| (a - b).abs() <= tolerance;
+                    assert!(
+                        close(c.start.0, e.start) && close(c.end.0, e.end),
+                        "{what}: {:?} vs {:?}",
+                        (c.start, c.end),
+                        (e.start, e.end)
+                    );
+                }
+            }
+        }
+    }
+}
