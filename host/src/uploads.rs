@@ -19,7 +19,7 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use hyper::{Request, Response};
-use tokio::io::AsyncWriteExt;
+use std::io::Write;
 
 use crate::error::ApiError;
 use crate::jobs::{job_json, load_job, load_transcripts, signature_mac, JobRow};
@@ -192,18 +192,51 @@ fn store_data_dir(store: &crate::db::Store) -> PathBuf {
     store.data_dir().to_path_buf()
 }
 
+/// Chunks in flight between the network and the disk writer: with hyper's 1 MiB read buffer this
+/// bounds the memory an upload can hold to a few MiB, whatever its size.
+const WRITE_QUEUE: usize = 4;
+
 /// Streams `body` into a new file at `path`, refusing it the moment it holds more than `expected`
 /// bytes, or when it ends with fewer.
+///
+/// A blocking thread writes while the next chunks arrive, so the network and the disk overlap. The
+/// file is not fsynced: a process crash keeps it (the page cache survives), and after a power loss
+/// a damaged file fails its job with a full refund, the same guarantee the WAL database gives.
 async fn stream_to(mut body: Incoming, path: &Path, expected: u64) -> Result<(), ApiError> {
     if let Some(dir) = path.parent() {
         tokio::fs::create_dir_all(dir)
             .await
             .map_err(|e| ApiError::Internal(format!("creating {}: {e}", dir.display())))?;
     }
-    let file = tokio::fs::File::create(path)
-        .await
+    let file = std::fs::File::create(path)
         .map_err(|e| ApiError::Internal(format!("creating the upload file: {e}")))?;
-    let mut out = tokio::io::BufWriter::with_capacity(1 << 20, file);
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(WRITE_QUEUE);
+    let writer = tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+        while let Some(chunk) = rx.blocking_recv() {
+            out.write_all(&chunk)?;
+        }
+        out.flush()
+    });
+    let received = receive(&mut body, expected, tx).await;
+    // The sender is gone (dropped by `receive`), so the writer ends once it has drained.
+    let written = writer
+        .await
+        .map_err(|e| ApiError::Internal(format!("upload writer: {e}")))?;
+    let received = received?;
+    written.map_err(|e| ApiError::Internal(format!("writing the upload: {e}")))?;
+    if received != expected {
+        return Err(ApiError::LengthMismatch { expected });
+    }
+    Ok(())
+}
+
+/// Reads the body into `tx`, counting; stops at the first byte past `expected`.
+async fn receive(
+    body: &mut Incoming,
+    expected: u64,
+    tx: tokio::sync::mpsc::Sender<bytes::Bytes>,
+) -> Result<u64, ApiError> {
     let mut received: u64 = 0;
     loop {
         // A client that stops sending for a minute has gone away; its upload is refused.
@@ -214,7 +247,7 @@ async fn stream_to(mut body: Incoming, path: &Path, expected: u64) -> Result<(),
                 ApiError::LengthMismatch { expected }
             })?;
         let Some(frame) = next else {
-            break;
+            return Ok(received);
         };
         let frame = frame.map_err(|e| {
             tracing::info!("upload interrupted: {e}");
@@ -227,19 +260,9 @@ async fn stream_to(mut body: Incoming, path: &Path, expected: u64) -> Result<(),
         if received > expected {
             return Err(ApiError::LengthMismatch { expected });
         }
-        out.write_all(&data)
-            .await
-            .map_err(|e| ApiError::Internal(format!("writing the upload: {e}")))?;
+        if tx.send(data).await.is_err() {
+            // The writer stopped: its error is reported by the caller.
+            return Ok(received);
+        }
     }
-    if received != expected {
-        return Err(ApiError::LengthMismatch { expected });
-    }
-    out.flush()
-        .await
-        .map_err(|e| ApiError::Internal(format!("writing the upload: {e}")))?;
-    out.into_inner()
-        .sync_all()
-        .await
-        .map_err(|e| ApiError::Internal(format!("syncing the upload: {e}")))?;
-    Ok(())
 }
