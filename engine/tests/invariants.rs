@@ -189,3 +189,65 @@ proptest! {
         prop_assert_eq!(lines, words);
     }
 }
+
+/// A transcript much longer than one layout chunk (2048 units), with every kind of word, manual
+/// breaks, speaker changes and pauses: the invariants hold across chunk boundaries too.
+#[test]
+fn long_transcripts_keep_every_invariant_across_chunks() {
+    let vocab = [
+        "the",
+        "and,",
+        "people.",
+        "東京",
+        "مرحبا",
+        "👩‍🔬",
+        "",
+        "e\u{301}",
+        "really?",
+        "supercalifragilisticexpialidociousandthensomemorelettersuntilitislong",
+        "ok",
+    ];
+    let mut seed: u64 = 7;
+    let mut next = move || {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        seed >> 33
+    };
+    let mut words = Vec::new();
+    let mut t = 0i64;
+    for _ in 0..12_000 {
+        let text = vocab[(next() % vocab.len() as u64) as usize];
+        let d = (next() % 500) as i64;
+        let mut w = Word::new(text, Millis(t), Millis(t + d), (next() % 7 / 5) as u32);
+        w.break_after = match next() % 200 {
+            0 => Some(Break::Line),
+            1 => Some(Break::Cue),
+            _ => None,
+        };
+        words.push(w);
+        t += d + (next() % 3) as i64 * (next() % 1500) as i64;
+    }
+    let fr = FrameRate::FPS_25;
+    for s in [
+        Settings::default(),
+        Settings {
+            format_subtitles: false,
+            ..Settings::default()
+        },
+        Settings {
+            ellipsis_continuation: true,
+            max_chars_per_line: 12,
+            ..Settings::default()
+        },
+        Settings {
+            subtitle_mode: SubtitleMode::Audiogram,
+            ..Settings::default()
+        },
+    ] {
+        let cues = layout(&words, &s, fr);
+        if let Err(e) = common::check_invariants(&words, &s, fr, &cues) {
+            panic!("{e}");
+        }
+    }
+}

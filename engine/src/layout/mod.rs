@@ -109,9 +109,11 @@ fn auto_cps(texts: Texts<'_>, n: usize) -> i64 {
 }
 
 /// Units per chunk: the layout works through the transcript in chunks of this many units (ending
-/// at a hard boundary or the cheapest break within the next `CHUNK` units), so its working set
+/// at a hard boundary or the cheapest break within the next `LOOKAHEAD` units), so its working set
 /// stays in cache and its time grows linearly however long the transcript is.
 const CHUNK: usize = 2048;
+/// How far past `CHUNK` units the chunk may run to find a good place to end.
+const LOOKAHEAD: usize = 256;
 
 impl Params {
     fn set_cps(&mut self, cps: i64) {
@@ -229,7 +231,7 @@ pub fn layout(words: &[Word], settings: &Settings, frame_rate: FrameRate) -> Vec
     let mut base = 0;
     let mut k = 0;
     loop {
-        while k < n && units.len() - base <= 2 * CHUNK {
+        while k < n && units.len() - base <= CHUNK + LOOKAHEAD {
             if let Some(w) = word_at(k) {
                 let next_start = if k + 1 < n {
                     word_at(k + 1).map(|x| x.start.0)
@@ -246,7 +248,7 @@ pub fn layout(words: &[Word], settings: &Settings, frame_rate: FrameRate) -> Vec
         let end = if k >= n {
             units.len()
         } else {
-            segment::chunk_end(&p, &units, base + CHUNK, base + 2 * CHUNK)
+            segment::chunk_end(&p, &units, base + CHUNK, base + CHUNK + LOOKAHEAD)
         };
         segment::segment(&p, &units, (base, end), &mut seg, &mut ranges);
         let texts = Texts {

@@ -170,8 +170,32 @@ pub fn measure(s: &str) -> (u32, u32) {
         let n = s.len() as u32;
         return (n, n);
     }
-    let g = s.graphemes(true).count() as u32;
-    (g, UnicodeWidthStr::width(s) as u32)
+    measure_common(s).unwrap_or_else(|| {
+        let g = s.graphemes(true).count() as u32;
+        (g, UnicodeWidthStr::width(s) as u32)
+    })
+}
+
+/// Graphemes and width of text made only of characters that always stand alone as a cluster
+/// (printable Latin, Greek, Cyrillic, Hebrew and Arabic letters, CJK ideographs, kana, Hangul
+/// syllables); `None` when any other character is present.
+fn measure_common(s: &str) -> Option<(u32, u32)> {
+    let (mut g, mut w) = (0u32, 0u32);
+    for c in s.chars() {
+        let wide = match c as u32 {
+            0x20..=0x7E
+            | 0xA0..=0xAC
+            | 0xAE..=0x2FF
+            | 0x370..=0x482
+            | 0x5D0..=0x5EA
+            | 0x620..=0x64A => false,
+            0x3041..=0x3096 | 0x30A1..=0x30FA | 0x4E00..=0x9FFF | 0xAC00..=0xD7A3 => true,
+            _ => return None,
+        };
+        g += 1;
+        w += 1 + wide as u32;
+    }
+    Some((g, w))
 }
 
 /// Chinese and Japanese scripts (and their punctuation), which are written without spaces.
@@ -285,11 +309,15 @@ fn is_weak(s: &str) -> bool {
 /// `s` with control characters and line breaks turned into single spaces, trimmed; `None` when
 /// `s` has none.
 fn clean(s: &str) -> Option<String> {
-    if s.is_ascii() {
-        if !s.bytes().any(|b| b < 0x20 || b == 0x7f) {
-            return None;
-        }
-    } else if !s
+    // Control characters and non-space whitespace are all below 0x20, 0x7f, or start with one of
+    // these UTF-8 lead bytes (U+0080-U+00A0, U+1680, U+2000-U+205F, U+3000).
+    if !s
+        .bytes()
+        .any(|b| b < 0x20 || matches!(b, 0x7f | 0xc2 | 0xe1 | 0xe2 | 0xe3))
+    {
+        return None;
+    }
+    if !s
         .chars()
         .any(|c| c.is_control() || (c.is_whitespace() && c != ' '))
     {
@@ -376,7 +404,12 @@ impl<'f> Preparer<'f> {
             // Overlaps are trimmed: a word ends no later than the next one starts.
             end = end.min(ns.max(start));
         }
-        let trimmed = w.text.trim();
+        let bytes = w.text.as_bytes();
+        let trimmed = match (bytes.first(), bytes.last()) {
+            // Most words need no trimming: they start and end with a visible ASCII character.
+            (Some(a), Some(z)) if a.is_ascii_graphic() && z.is_ascii_graphic() => w.text.as_str(),
+            _ => w.text.trim(),
+        };
         let mut text: Cow<str> = Cow::Borrowed(trimmed);
         if let Some(c) = clean(&text) {
             text = Cow::Owned(c);
@@ -520,6 +553,29 @@ mod tests {
         assert_eq!(punctuation_flags("好。").0, SENT_END);
         assert_eq!(punctuation_flags("well,").0, CLAUSE);
         assert_eq!(punctuation_flags("well").0, 0);
+    }
+
+    #[test]
+    fn common_scripts_fast_path_agrees_with_the_segmenter() {
+        for s in [
+            "café",
+            "naïve",
+            "東京の駅",
+            "שלום",
+            "مرحبا",
+            "Zürich",
+            "ĳsje",
+            "한국어",
+            "Ωμέγα",
+        ] {
+            let slow = (
+                s.graphemes(true).count() as u32,
+                UnicodeWidthStr::width(s) as u32,
+            );
+            assert_eq!(measure_common(s), Some(slow), "{s}");
+        }
+        assert_eq!(measure_common("e\u{301}"), None);
+        assert_eq!(measure_common("👍"), None);
     }
 
     #[test]

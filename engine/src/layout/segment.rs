@@ -207,6 +207,7 @@ fn smart_run(
 ) {
     best[a] = 0;
     let run_len = b - a;
+    let max_dur = p.max_dur.unwrap_or(i64::MAX);
     for j in a + 1..=b {
         let last = &units[j - 1];
         let suffix = suf(p, units, j);
@@ -253,12 +254,7 @@ fn smart_run(
                 if u.has(SENT_END) {
                     inner_end = true;
                 }
-                if let Some(md) = p.max_dur {
-                    if last.end - u.start > md {
-                        break;
-                    }
-                }
-                if (j - i) as u32 > p.max_words {
+                if last.end - u.start > max_dur || (j - i) as u32 > p.max_words {
                     break;
                 }
                 chars += u.g as i64 + sep as i64;
@@ -312,59 +308,65 @@ fn smart_run(
             // Every other term is >= 0: a candidate whose base already loses is skipped.
             let base = best[i] + CUE_COST + brk;
             let lines_eff = if base >= best_cost { None } else { lines_eff };
+            // The terms are added cheapest first, and the candidate dropped as soon as it loses.
             if let Some(lines) = lines_eff {
-                let mut cost = base + (lines as i64 - 1) * p.line_cost;
-                let span = (last.end - u.start).max(1);
-                if p.pace {
-                    let text = chars + (prefix + suffix) as i64;
-                    let needed = text * p.us_per_char / 1000;
-                    let mut avail = room_end - u.start;
-                    if let Some(md) = p.max_dur {
-                        avail = avail.min(md);
+                'eval: {
+                    let mut cost = base + (lines as i64 - 1) * p.line_cost;
+                    if single && run_len > 1 {
+                        let whole = (i == 0 || units[i - 1].has(SENT_END) || i == a)
+                            && (u.has(SENT_END) || j == b);
+                        cost += if whole {
+                            SENTENCE_ORPHAN_COST.min(p.orphan_cost)
+                        } else {
+                            p.orphan_cost
+                        };
                     }
-                    let avail = avail.max(span).max(1);
-                    if needed > avail {
-                        // 32-bit division: this is the hottest line of the layout.
-                        let over = (needed - avail).min(1_000_000) as u32;
-                        cost +=
-                            i64::from((over * 400 / avail.min(u32::MAX as i64) as u32).min(2000));
+                    if max_gap >= p.pause_threshold {
+                        cost += INTERNAL_PAUSE_COST + ((max_gap - p.pause_threshold) / 10).min(500);
                     }
-                    if p.avoid_flash {
-                        let shown = needed.max(span).max(p.min_dur).min(avail);
-                        if shown < FLASH_MS {
-                            cost += (FLASH_MS - shown) / 4;
+                    if inner_end {
+                        if open_end {
+                            cost += TAIL_COST;
+                        }
+                        if i > a && !units[i - 1].has(SENT_END) && units[i - 1].speaker == u.speaker
+                        {
+                            cost += HEAD_COST;
                         }
                     }
-                }
-                if single && run_len > 1 {
-                    let whole = (i == 0 || units[i - 1].has(SENT_END) || i == a)
-                        && (u.has(SENT_END) || j == b);
-                    cost += if whole {
-                        SENTENCE_ORPHAN_COST.min(p.orphan_cost)
-                    } else {
-                        p.orphan_cost
-                    };
-                }
-                if max_gap >= p.pause_threshold {
-                    cost += INTERNAL_PAUSE_COST + ((max_gap - p.pause_threshold) / 10).min(500);
-                }
-                if inner_end {
-                    if open_end {
-                        cost += TAIL_COST;
+                    if fit.dialogue {
+                        cost += DIALOGUE_COST;
                     }
-                    if i > a && !units[i - 1].has(SENT_END) && units[i - 1].speaker == u.speaker {
-                        cost += HEAD_COST;
+                    if cost >= best_cost {
+                        break 'eval;
                     }
-                }
-                if fit.dialogue {
-                    cost += DIALOGUE_COST;
-                } else if lines == 2 && !single && cost < best_cost {
-                    // Only worth scoring the lines when the cue could still win.
-                    cost += two_line_cost(p, units, sums, (i, j), (prefix, suffix), first_r);
-                }
-                if cost < best_cost {
-                    best_cost = cost;
-                    best_i = i;
+                    if p.pace {
+                        let span = (last.end - u.start).max(1);
+                        let text = chars + (prefix + suffix) as i64;
+                        let needed = text * p.us_per_char / 1000;
+                        let avail = (room_end - u.start).min(max_dur).max(span).max(1);
+                        if needed > avail {
+                            // A float division: this is the hottest line of the layout, and IEEE
+                            // division is exact and deterministic on every platform.
+                            let over = (needed - avail) as f32 * 400.0 / avail as f32;
+                            cost += over.min(2000.0) as i64;
+                        }
+                        if p.avoid_flash {
+                            let shown = needed.max(span).max(p.min_dur).min(avail);
+                            if shown < FLASH_MS {
+                                cost += (FLASH_MS - shown) / 4;
+                            }
+                        }
+                        if cost >= best_cost {
+                            break 'eval;
+                        }
+                    }
+                    if lines == 2 && !single && !fit.dialogue {
+                        cost += two_line_cost(p, units, sums, (i, j), (prefix, suffix), first_r);
+                    }
+                    if cost < best_cost {
+                        best_cost = cost;
+                        best_i = i;
+                    }
                 }
             }
             if i == a {
