@@ -258,6 +258,14 @@ fn server_stops_cleanly_on_sigterm_and_keeps_its_data() {
         .as_str()
         .unwrap_or_default()
         .to_string();
+    // The upload-signing secret was generated on first start, readable by the owner only.
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(server.data_dir().join("signing.key"))
+            .expect("signing secret")
+            .permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600);
+    let secret = std::fs::read(server.data_dir().join("signing.key")).expect("secret");
     assert!(
         server.terminate(std::time::Duration::from_secs(15)),
         "{}",
@@ -267,4 +275,12 @@ fn server_stops_cleanly_on_sigterm_and_keeps_its_data() {
     let job = server.get(&org.key, &format!("/v1/jobs/{id}"));
     assert_eq!(job.status, 200);
     assert_eq!(job.json()["status"], "uploading");
+    // The same secret signs after the restart, so the URL handed out before it still works.
+    assert_eq!(
+        std::fs::read(server.data_dir().join("signing.key")).ok(),
+        Some(secret)
+    );
+    let data = vec![0u8; 10];
+    let up = server.upload(&created.json(), &data);
+    assert_eq!(up.status, 200, "{}", up.text());
 }
