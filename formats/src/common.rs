@@ -136,14 +136,20 @@ pub(crate) fn any_of3(bytes: &[u8], a: u8, b: u8, c: u8) -> bool {
     any_byte(bytes, |x| (x == a) | (x == b) | (x == c))
 }
 
+/// Whether `bytes` contains `a`, `b`, `c` or `d`.
+#[inline]
+pub(crate) fn any_of4(bytes: &[u8], a: u8, b: u8, c: u8, d: u8) -> bool {
+    any_byte(bytes, |x| (x == a) | (x == b) | (x == c) | (x == d))
+}
+
 /// Whether `hit` holds for a byte of `bytes`: 16 bytes at a time without branches inside a block,
 /// which the compiler turns into vector compares. The last block overlaps the one before it; a
-/// slice shorter than a block is padded with zeros (`hit(0)` must be false).
+/// slice shorter than a block is padded with spaces (`hit(b' ')` must be false).
 #[inline(always)]
 fn any_byte(bytes: &[u8], hit: impl Fn(u8) -> bool) -> bool {
     let block = |b: &[u8; 16]| b.iter().fold(0u8, |m, &x| m | hit(x) as u8) != 0;
     if bytes.len() < 16 {
-        let mut padded = [0u8; 16];
+        let mut padded = [b' '; 16];
         padded[..bytes.len()].copy_from_slice(bytes);
         return block(&padded);
     }
@@ -160,10 +166,31 @@ fn any_byte(bytes: &[u8], hit: impl Fn(u8) -> bool) -> bool {
     block(tail.try_into().unwrap_or(&[0; 16]))
 }
 
+/// Position of the first CR or LF in `bytes`: whole 16-byte blocks are skipped with a vectorised
+/// test, the block with the hit is searched byte by byte.
+#[inline]
+fn find_eol(bytes: &[u8]) -> Option<usize> {
+    let mut at = 0;
+    while at + 16 <= bytes.len() {
+        if any_of2(&bytes[at..at + 16], b'\r', b'\n') {
+            break;
+        }
+        at += 16;
+    }
+    bytes[at..]
+        .iter()
+        .position(|&b| b == b'\n' || b == b'\r')
+        .map(|p| at + p)
+}
+
 /// Whether `line` is empty or only whitespace.
 #[inline]
 pub(crate) fn is_blank(line: &str) -> bool {
-    line.trim().is_empty()
+    match line.as_bytes().first() {
+        None => true,
+        Some(&b) if b > b' ' && b < 0x7F => false,
+        Some(_) => line.trim().is_empty(),
+    }
 }
 
 /// A reusable output buffer that flushes into a `&mut dyn Write` in large chunks.
@@ -331,7 +358,7 @@ impl<'a> Iterator for Lines<'a> {
         }
         let start = self.pos;
         let bytes = rest.as_bytes();
-        match bytes.iter().position(|&b| b == b'\n' || b == b'\r') {
+        match find_eol(bytes) {
             Some(i) => {
                 let skip = if bytes[i] == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
                     2

@@ -34,6 +34,10 @@ pub fn write(cues: &[Cue], opts: &WriteOptions, out: &mut dyn Write) -> Result<(
         push_hhmmss_ms(b, end, b',');
         b.extend_from_slice(b"\r\n");
         let shown = for_each_visible_line(cue, |line| {
+            if looks_like_timing(line) {
+                // It would start a new cue; an invisible U+200B in front keeps it text.
+                b.extend_from_slice("\u{200B}".as_bytes());
+            }
             b.extend_from_slice(line.as_bytes());
             b.extend_from_slice(b"\r\n");
         });
@@ -47,6 +51,12 @@ pub fn write(cues: &[Cue], opts: &WriteOptions, out: &mut dyn Write) -> Result<(
         sink.maybe_flush()?;
     }
     sink.finish()
+}
+
+/// Whether a text line would be read as a timing line: it starts with a digit and has `-->`.
+#[inline]
+fn looks_like_timing(line: &str) -> bool {
+    line.as_bytes().first().is_some_and(u8::is_ascii_digit) && line.contains("-->")
 }
 
 /// Reads SRT cues (see [`parse_with_limits`]), without limits.
@@ -103,7 +113,7 @@ pub fn parse_with_limits(input: &[u8], limits: &Limits) -> Result<Vec<Cue>, Pars
                 }
             }
         };
-        let mut text = Vec::new();
+        let mut text = Vec::with_capacity(2);
         while i < lines.len() {
             let (_, l) = lines[i];
             if is_blank(l) {
@@ -194,6 +204,27 @@ mod tests {
             String::from_utf8(out).unwrap(),
             "1\r\n00:00:01,000 --> 00:00:02,500\r\na\r\nb\r\n\r\n2\r\n00:00:03,000 --> 00:00:04,000\r\nc\r\n\r\n"
         );
+    }
+
+    #[test]
+    fn a_text_line_that_looks_like_timing_stays_text() {
+        let cues = vec![Cue::from_lines(
+            1,
+            Millis(0),
+            Millis(1_000),
+            vec!["00:00:01,000 --> 00:00:02,000".into(), "x --> y".into()],
+        )];
+        let mut out = Vec::new();
+        write(&cues, &WriteOptions::default(), &mut out).unwrap();
+        let back = parse(&out).unwrap();
+        assert_eq!(back.len(), 1);
+        assert_eq!(
+            back[0].lines,
+            vec!["\u{200B}00:00:01,000 --> 00:00:02,000", "x --> y"]
+        );
+        let mut again = Vec::new();
+        write(&back, &WriteOptions::default(), &mut again).unwrap();
+        assert_eq!(out, again);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use nom::sequence::preceded;
 use nom::Parser;
 
 use crate::common::{
-    any_of3, check_limits, decode, for_each_visible_line, is_blank, push_hhmmss_ms, shorten,
+    any_of4, check_limits, decode, for_each_visible_line, is_blank, push_hhmmss_ms, shorten,
     sorted, spaces, span_units, timestamp, Fallback, Limits, Lines, Sink,
 };
 use crate::{Format, ParseError, WriteError, WriteOptions};
@@ -43,11 +43,11 @@ pub fn write(cues: &[Cue], opts: &WriteOptions, out: &mut dyn Write) -> Result<(
     sink.finish()
 }
 
-/// Appends `line` with `&`, `<` and `>` as entities.
+/// Appends `line` with `&`, `<` and `>` as entities and NUL as U+FFFD.
 #[inline]
 fn push_escaped(b: &mut Vec<u8>, line: &str) {
     let bytes = line.as_bytes();
-    if !any_of3(bytes, b'&', b'<', b'>') {
+    if !any_of4(bytes, b'&', b'<', b'>', 0) {
         b.extend_from_slice(bytes);
         return;
     }
@@ -57,6 +57,8 @@ fn push_escaped(b: &mut Vec<u8>, line: &str) {
             b'&' => b"&amp;",
             b'<' => b"&lt;",
             b'>' => b"&gt;",
+            // WebVTT parsers turn NUL into U+FFFD; write what they will read.
+            0 => "\u{FFFD}".as_bytes(),
             _ => continue,
         };
         b.extend_from_slice(&bytes[from..i]);
@@ -248,6 +250,15 @@ mod tests {
             String::from_utf8(out).unwrap(),
             "WEBVTT\n\n00:00:01.000 --> 00:00:02.500\na --&gt; b &amp; &lt;c&gt;\nd\n\n"
         );
+        let nul = vec![Cue::from_lines(
+            1,
+            Millis(0),
+            Millis(1),
+            vec!["a\0b".into()],
+        )];
+        let mut out = Vec::new();
+        write(&nul, &WriteOptions::default(), &mut out).unwrap();
+        assert!(String::from_utf8(out).unwrap().contains("a\u{FFFD}b\n"));
     }
 
     #[test]

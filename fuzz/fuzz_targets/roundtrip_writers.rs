@@ -3,7 +3,7 @@
 //! non-Latin scripts) are written in each of the five formats and read back.
 //!
 //! For every format: writing never fails, the reader accepts the output, and writing what was read
-//! gives the same bytes. For SRT, WebVTT and ASS the cues read back must also equal what the format
+//! gives the same bytes (for EBU-STL when every time is under 255 hours, the timecode's range). For SRT, WebVTT and ASS the cues read back must also equal what the format
 //! can represent: the visible lines (split at line breaks, trimmed, blank ones dropped) and the times
 //! (offset, clamped at zero, rounded half up to the unit, end at least one unit after start). For
 //! TTML the count and the millisecond times must match.
@@ -131,6 +131,12 @@ fn srt_representable(cues: &[Cue]) -> bool {
         })
 }
 
+/// Every time of every cue is under 255 hours (EBU-STL's one-byte timecode hours).
+fn stl_representable(cues: &[Cue]) -> bool {
+    const LIMIT: i64 = 255 * 3_600_000;
+    cues.iter().all(|c| c.start.0 < LIMIT && c.end.0 < LIMIT)
+}
+
 fuzz_target!(|input: Input| {
     let opts = WriteOptions {
         offset: input.offset,
@@ -145,6 +151,10 @@ fuzz_target!(|input: Input| {
         let read = parse(format, &first)
             .unwrap_or_else(|e| panic!("{format:?}: own output unreadable: {e}"));
         let again = to_vec(format, &read, &rewrite).expect("writing to memory cannot fail");
+        // EBU-STL timecode hours are one byte: cues from 256 h on cannot be represented.
+        if format == Format::EbuStl && !stl_representable(&input.cues) {
+            continue;
+        }
         assert!(
             first == again,
             "{format:?}: write -> read -> write changed the bytes:\n{}\n---\n{}",
