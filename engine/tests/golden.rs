@@ -407,3 +407,16 @@ fn more_than_100_hours() {
         insta::assert_snapshot!("edge_101_hours_tail", text);
     });
 }
+
+/// Fuzz finding (fuzz/artifacts/layout/crash-4b87...): a word made only of a control character
+/// has no visible text, so it makes no cue of its own; beside a visible word it rides along.
+#[test]
+fn control_characters_alone_are_not_visible_text() {
+    let alone = words(&[("\u{5}", 14, 14, 0)]);
+    assert!(layout(&alone, &Settings::default(), FPS).is_empty());
+    let beside = words(&[("\u{5}", 0, 10, 0), ("hi", 20, 400, 0)]);
+    let cues = layout(&beside, &Settings::default(), FPS);
+    assert_eq!(cues.len(), 1);
+    assert_eq!(cues[0].lines, vec!["Hi".to_string()]);
+    assert_eq!(cues[0].words.len(), 2);
+}

@@ -87,7 +87,10 @@ fn check(words: &[Word], s: &Settings, fr: FrameRate, cues: &[Cue]) {
     let mut sorted = words.to_vec();
     sorted.sort_by_key(|w| w.start);
     if cues.is_empty() {
-        let visible = words.iter().any(|w| !w.text.trim().is_empty());
+        // Control characters and whitespace alone are not visible text.
+        let visible = words
+            .iter()
+            .any(|w| w.text.chars().any(|c| !c.is_whitespace() && !c.is_control()));
         assert!(
             !visible || !s.forbidden_characters.is_empty(),
             "visible words but no cues"

@@ -70,7 +70,10 @@ pub fn check_invariants(
     fr: FrameRate,
     cues: &[Cue],
 ) -> Result<(), String> {
-    let visible = words.iter().any(|w| !w.text.trim().is_empty());
+    // Control characters and whitespace alone are not visible text.
+    let visible = words
+        .iter()
+        .any(|w| w.text.chars().any(|c| !c.is_whitespace() && !c.is_control()));
     if cues.is_empty() {
         // No cues is right only when nothing is visible (forbidden characters may erase words).
         if visible && settings.forbidden_characters.is_empty() {
