@@ -64,3 +64,49 @@ fn a_job_survives_kill_9_while_transcribing_and_is_charged_once() {
     let t = server.get(&org.key, &format!("/v1/jobs/{id}/transcript"));
     assert_eq!(t.status, 200);
 }
+
+/// Rewinds a job's status straight in the database, as a crash between a step's ledger row and
+/// its transition would leave it.
+fn rewind(server: &Server, id: &str, status: &str) {
+    crate::common::python(&format!(
+        "import sqlite3\nc=sqlite3.connect({:?})\nc.execute(\"UPDATE jobs SET status=? WHERE id=?\", ({status:?}, {id:?}))\nc.execute(\"DELETE FROM queue\")\nc.commit()",
+        server.data_dir().join("cuecraft.sqlite").display().to_string()
+    ));
+}
+
+#[test]
+fn replayed_steps_after_a_crash_never_move_money_twice() {
+    let mut server = Server::start(&["--price-cents-per-minute", "10"]);
+    let org = server.org(1000, &[]);
+    let media = server.tone(3);
+    let job = server.run_job(&org.key, &media, json!({"language": "en"}));
+    assert_eq!(job["status"], "ready");
+    let id = str_field(&job, "id");
+    let once = vec![("charge".to_string(), -1), ("settle".to_string(), 0)];
+    assert_eq!(server.ledger(&id), once);
+
+    // Crash after the settlement, before the transcript was stored: recognition runs again.
+    server.kill9();
+    rewind(&server, &id, "transcribing");
+    server.spawn();
+    let job = server.wait_for(&org.key, &id, &["ready", "failed"]);
+    assert_eq!(job["status"], "ready", "{}", server.log());
+    assert_eq!(server.ledger(&id), once);
+
+    // Crash after the upload's charge, before the job moved on: the restart completes it.
+    server.kill9();
+    rewind(&server, &id, "uploading");
+    server.spawn();
+    let job = server.wait_for(&org.key, &id, &["ready", "failed"]);
+    assert_eq!(job["status"], "ready", "{}", server.log());
+    assert_eq!(server.ledger(&id), once);
+    let kinds: Vec<String> = job["transcripts"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|t| str_field(t, "kind"))
+        .collect();
+    assert_eq!(kinds, ["original", "clean"]);
+    assert_eq!(server.balance(&org.id), 999);
+}
