@@ -167,6 +167,9 @@ fn block_start(lines: &[(usize, &str)], i: usize) -> Option<BlockStart> {
 /// Parses a timing line. `None` when the line does not look like one (no `-->` after a digit), an
 /// error message when it does but is malformed.
 fn timing_line(line: &str) -> Option<Result<(i64, i64), String>> {
+    if let Some(times) = canonical_timing(line.as_bytes()) {
+        return Some(Ok(times));
+    }
     let t = line.trim_start();
     if !t.starts_with(|c: char| c.is_ascii_digit()) || !t.contains("-->") {
         return None;
@@ -179,9 +182,55 @@ fn timing_line(line: &str) -> Option<Result<(i64, i64), String>> {
     })
 }
 
+/// The fast path for the form every writer uses, `HH:MM:SS,mmm --> HH:MM:SS,mmm` (29 bytes, then
+/// the end of the line or a space); anything else goes through the general parser.
+#[inline]
+fn canonical_timing(b: &[u8]) -> Option<(i64, i64)> {
+    if b.len() < 29 || (b.len() > 29 && b[29] != b' ') || &b[12..17] != b" --> " {
+        return None;
+    }
+    let one = |t: &[u8]| -> Option<i64> {
+        let d = |i: usize| -> Option<i64> {
+            let c = t[i];
+            c.is_ascii_digit().then(|| i64::from(c - b'0'))
+        };
+        if t[2] != b':' || t[5] != b':' || t[8] != b',' {
+            return None;
+        }
+        let (m, s) = (d(3)? * 10 + d(4)?, d(6)? * 10 + d(7)?);
+        if m > 59 || s > 59 {
+            return None;
+        }
+        let h = d(0)? * 10 + d(1)?;
+        Some(((h * 60 + m) * 60 + s) * 1000 + d(9)? * 100 + d(10)? * 10 + d(11)?)
+    };
+    Some((one(&b[..12])?, one(&b[17..29])?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_fast_timing_path_agrees_with_the_general_one() {
+        for line in [
+            "00:00:01,000 --> 00:00:02,500",
+            "12:34:56,789 --> 23:59:59,999 X1:1",
+            "00:61:00,000 --> 00:00:02,500",
+            "00:00:01.000 --> 00:00:02,500",
+        ] {
+            let general = (timestamp, preceded((spaces, tag("-->"), spaces), timestamp))
+                .parse(line)
+                .ok()
+                .and_then(|(_, (a, b))| Some((a.ok()?, b.ok()?)));
+            let fast = canonical_timing(line.as_bytes());
+            assert!(fast.is_none() || fast == general, "{line}");
+        }
+        assert_eq!(
+            canonical_timing(b"12:34:56,789 --> 23:59:59,999"),
+            Some((45_296_789, 86_399_999))
+        );
+    }
 
     fn times(cues: &[Cue]) -> Vec<(i64, i64)> {
         cues.iter().map(|c| (c.start.0, c.end.0)).collect()
