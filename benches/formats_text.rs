@@ -9,14 +9,13 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use cuecraft_engine::{Cue, Millis};
 use cuecraft_formats::{parse, write, Format, WriteOptions};
 
-const WORDS: &[&str] = &[
-    "the", "subtitle", "reads", "well", "when", "lines", "are", "balanced,", "and", "never", "too",
-    "long.", "Où", "êtes-vous", "allé?", "—Yes.", "we", "can't", "stay", "here", "tonight", "because",
-    "everyone", "is", "waiting", "for", "us", "downstairs.", "Really?", "I", "thought", "so",
-];
+const WORDS: &str = "the subtitle reads well when lines are balanced, and never too long. Où \
+    êtes-vous allé? —Yes. we can't stay here tonight because everyone is waiting for us downstairs. \
+    Really? I thought so";
 
 /// Ten hours of cues: one every 3 to 4 s, one or two lines of up to 42 characters.
 fn ten_hours() -> Vec<Cue> {
+    let words: Vec<&str> = WORDS.split_whitespace().collect();
     let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
     let mut next = move || {
         seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
@@ -30,7 +29,7 @@ fn ten_hours() -> Vec<Cue> {
         for _ in 0..n_lines {
             let mut line = String::new();
             loop {
-                let w = WORDS[next() % WORDS.len()];
+                let w = words[next() % words.len()];
                 if !line.is_empty() && line.len() + 1 + w.len() > 42 {
                     break;
                 }
@@ -83,7 +82,11 @@ fn bench(c: &mut Criterion) {
             })
         });
         g.bench_function(format!("parse {} bytes", len), |b| {
-            b.iter(|| parse(format, black_box(&out)).expect("own output parses").len())
+            b.iter(|| {
+                parse(format, black_box(&out))
+                    .expect("own output parses")
+                    .len()
+            })
         });
         g.finish();
     }
