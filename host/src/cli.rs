@@ -113,6 +113,15 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if args.price_cents_per_minute < 0 {
         anyhow::bail!("--price-cents-per-minute must not be negative");
     }
+    let public_url = args
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{}", args.listen))
+        .trim_end_matches('/')
+        .to_string();
+    if !(public_url.starts_with("http://") || public_url.starts_with("https://")) {
+        anyhow::bail!("--public-url must start with http:// or https://: {public_url:?}");
+    }
     let recognizer: Arc<dyn crate::recognizer::Recognizer> =
         Arc::from(crate::recognizer::from_spec(&args.recognizer).map_err(anyhow::Error::msg)?);
     std::fs::create_dir_all(args.data_dir.join("media").join("tmp"))
@@ -120,12 +129,6 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     remove_leftovers(&args.data_dir);
     let store = Arc::new(Store::open(&args.data_dir)?);
     let secret = signing_secret(&args.data_dir)?;
-    let public_url = args
-        .public_url
-        .clone()
-        .unwrap_or_else(|| format!("http://{}", args.listen))
-        .trim_end_matches('/')
-        .to_string();
     let queue = Arc::new(Queue::default());
     let pipeline = Arc::new(Pipeline {
         store: store.clone(),
