@@ -420,3 +420,33 @@ fn control_characters_alone_are_not_visible_text() {
     assert_eq!(cues[0].lines, vec!["Hi".to_string()]);
     assert_eq!(cues[0].words.len(), 2);
 }
+
+/// Fuzz finding (crash-2803d46b): a forbidden-character replacement with a line break must not
+/// smuggle the break into a line through the `...` and dash decorations.
+#[test]
+fn replacements_with_line_breaks_never_break_a_line() {
+    let s = with(|s| {
+        s.ellipsis_continuation = true;
+        s.forbidden_characters = vec![ForbiddenRule {
+            chars: ".\u{2014}".into(),
+            replacement: "x\n\u{7f}y".into(),
+        }]
+    });
+    let w = speech(
+        "one two three four five six seven eight nine ten eleven twelve thirteen \
+                    fourteen fifteen sixteen seventeen eighteen nineteen twenty twentyone",
+        300,
+        50,
+    );
+    let cues = layout(&w, &s, FPS);
+    assert!(cues.len() > 1);
+    assert!(cues
+        .iter()
+        .flat_map(|c| &c.lines)
+        .all(|l| !l.contains(['\n', '\u{7f}'])));
+    assert!(
+        cues[0].lines.last().is_some_and(|l| l.ends_with("x y")),
+        "{:?}",
+        cues[0].lines
+    );
+}

@@ -135,8 +135,10 @@ impl Params {
             s.max_lines_per_subtitle.max(1)
         };
         let decorate = |t: &str| -> (String, u32) {
+            // A replacement may hold line breaks or control characters: cleaned like word text.
             let d = forbid
                 .and_then(|f| f.apply(t))
+                .map(|r| prepare::clean(&r).unwrap_or(r).trim().to_string())
                 .unwrap_or_else(|| t.to_string());
             let (g, _) = prepare::measure(&d);
             (d, g)

@@ -308,7 +308,7 @@ fn is_weak(s: &str) -> bool {
 
 /// `s` with control characters and line breaks turned into single spaces, trimmed; `None` when
 /// `s` has none.
-fn clean(s: &str) -> Option<String> {
+pub fn clean(s: &str) -> Option<String> {
     // Control characters and non-space whitespace are all below 0x20, 0x7f, or start with one of
     // these UTF-8 lead bytes (U+0080-U+00A0, U+1680, U+2000-U+205F, U+3000).
     if !s

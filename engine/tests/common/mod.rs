@@ -71,9 +71,11 @@ pub fn check_invariants(
     cues: &[Cue],
 ) -> Result<(), String> {
     // Control characters and whitespace alone are not visible text.
-    let visible = words
-        .iter()
-        .any(|w| w.text.chars().any(|c| !c.is_whitespace() && !c.is_control()));
+    let visible = words.iter().any(|w| {
+        w.text
+            .chars()
+            .any(|c| !c.is_whitespace() && !c.is_control())
+    });
     if cues.is_empty() {
         // No cues is right only when nothing is visible (forbidden characters may erase words).
         if visible && settings.forbidden_characters.is_empty() {
