@@ -40,7 +40,7 @@ const CONTRACT_CODES: [&str; 26] = [
 ];
 
 /// Codes beyond the contract's table: routing and the presigned upload.
-const HOST_CODES: [&str; 8] = [
+const HOST_CODES: [&str; 9] = [
     "not_found",
     "method_not_allowed",
     "invalid_signature",
@@ -48,6 +48,7 @@ const HOST_CODES: [&str; 8] = [
     "content_type_mismatch",
     "length_mismatch",
     "already_uploaded",
+    "upload_in_progress",
     "body_too_large",
 ];
 
@@ -87,6 +88,7 @@ fn every_error_code_is_produced_by_a_real_request() {
     routing_errors(&server, key);
     creation_errors(&server, &org, &media);
     upload_errors(&server, key, &media);
+    concurrent_uploads(&server, key, &media);
     result_errors(&server, key, &media);
     billing_unavailable(&server, key);
     rate_limited(&Server::start(&[]));
@@ -527,6 +529,134 @@ fn upload_errors(server: &Server, key: &str, media: &[u8]) {
     server
         .upload(&created, media)
         .expect_error(409, "already_uploaded");
+    server.wait_for(key, &id, &["ready", "failed"]);
+}
+
+/// An upload that has sent its head and part of its body, held open on its own connection.
+struct HeldUpload {
+    stream: std::net::TcpStream,
+    rest: Vec<u8>,
+}
+
+impl HeldUpload {
+    /// Starts the PUT of `data` to `created`'s URL, sends half of it, and returns once the server
+    /// streams it (its temporary file exists).
+    fn start(server: &Server, created: &Value, data: &[u8]) -> HeldUpload {
+        let tmp = server.data_dir().join("media").join("tmp");
+        let before = tmp_files(&tmp);
+        let url = str_field(&created["upload"], "url");
+        let path = url.strip_prefix(&server.base()).unwrap_or("").to_string();
+        let head = format!(
+            "PUT {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: audio/wav\r\nContent-Length: {}\r\n\r\n",
+            data.len()
+        );
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", server.port)).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .expect("timeout");
+        let half = data.len() / 2;
+        stream.write_all(head.as_bytes()).expect("head");
+        stream.write_all(&data[..half]).expect("first half");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while tmp_files(&tmp) <= before {
+            assert!(
+                Instant::now() < deadline,
+                "the held upload never started streaming"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        HeldUpload {
+            stream,
+            rest: data[half..].to_vec(),
+        }
+    }
+
+    /// Sends the rest and reads the response.
+    fn finish(mut self) -> String {
+        self.stream.write_all(&self.rest).expect("second half");
+        self.read()
+    }
+
+    /// Half-closes without the rest (the client went away) and reads the response.
+    fn abandon(self) -> String {
+        self.stream
+            .shutdown(std::net::Shutdown::Write)
+            .expect("half close");
+        self.read()
+    }
+
+    fn read(mut self) -> String {
+        let mut raw = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut self.stream, &mut raw);
+        String::from_utf8_lossy(&raw).into_owned()
+    }
+}
+
+fn tmp_files(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0)
+}
+
+/// Two PUTs to one job at once: the second is refused at once with 409 `upload_in_progress` and
+/// never touches the job's media; the media on disk is the winner's. When the first fails, the
+/// claim is released and a retry wins.
+fn concurrent_uploads(server: &Server, key: &str, media: &[u8]) {
+    // Same length, different bytes: silence after the WAV header.
+    let mut other = media.to_vec();
+    for b in other.iter_mut().skip(44) {
+        *b = 0;
+    }
+    assert_ne!(other, media);
+    let media_dir = server.data_dir().join("media");
+
+    // The first upload completes while the second is refused.
+    let created = server.create_job(key, &job_body(media.len())).json();
+    let id = str_field(&created, "id");
+    let first = HeldUpload::start(server, &created, media);
+    let refused = server.upload(&created, &other);
+    let body = refused.expect_error(409, "upload_in_progress");
+    assert!(
+        body["error"]
+            .as_str()
+            .is_some_and(|m| m.contains("in progress")),
+        "{body}"
+    );
+    let answer = first.finish();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert_eq!(
+        std::fs::read(media_dir.join(&id)).expect("media in place"),
+        media,
+        "the job's media is the winning upload's"
+    );
+    server
+        .upload(&created, &other)
+        .expect_error(409, "already_uploaded");
+    assert_eq!(std::fs::read(media_dir.join(&id)).expect("media"), media);
+    server.wait_for(key, &id, &["ready", "failed"]);
+
+    // The first upload fails: its claim is released, the job still waits, and a retry wins.
+    let created = server.create_job(key, &job_body(media.len())).json();
+    let id = str_field(&created, "id");
+    let first = HeldUpload::start(server, &created, media);
+    server
+        .upload(&created, &other)
+        .expect_error(409, "upload_in_progress");
+    let answer = first.abandon();
+    assert!(
+        answer.starts_with("HTTP/1.1 400") && answer.contains("length_mismatch"),
+        "{answer}"
+    );
+    assert_eq!(
+        server.get(key, &format!("/v1/jobs/{id}")).json()["status"],
+        "uploading"
+    );
+    let retry = server.upload(&created, &other);
+    assert_eq!(retry.status, 200, "{}", retry.text());
+    assert_eq!(std::fs::read(media_dir.join(&id)).expect("media"), other);
+    assert_eq!(
+        tmp_files(&media_dir.join("tmp")),
+        0,
+        "no temporary file is left"
+    );
     server.wait_for(key, &id, &["ready", "failed"]);
 }
 

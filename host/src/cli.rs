@@ -148,6 +148,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         secret,
         limiter: RateLimiter::new(args.rate_limit_per_minute),
         queue: queue.clone(),
+        uploads: Default::default(),
     });
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

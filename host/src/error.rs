@@ -105,6 +105,8 @@ pub enum ApiError {
     },
     /// 409 (upload): the media of this job has already been uploaded.
     AlreadyUploaded,
+    /// 409 (upload): another upload of this job is streaming; retry if it fails.
+    UploadInProgress,
     /// 413: a request body larger than any valid request (the job creation body).
     BodyTooLarge,
     /// 500: something broke on our side; the message is logged, not shown.
@@ -148,6 +150,7 @@ impl ApiError {
             ApiError::ContentTypeMismatch { .. } => ("content_type_mismatch", 415),
             ApiError::LengthMismatch { .. } => ("length_mismatch", 400),
             ApiError::AlreadyUploaded => ("already_uploaded", 409),
+            ApiError::UploadInProgress => ("upload_in_progress", 409),
             ApiError::BodyTooLarge => ("body_too_large", 413),
             ApiError::Internal(_) => ("internal_error", 500),
         }
@@ -204,6 +207,7 @@ impl ApiError {
             },
             ApiError::LengthMismatch { expected: 0 },
             ApiError::AlreadyUploaded,
+            ApiError::UploadInProgress,
             ApiError::BodyTooLarge,
             ApiError::Internal(String::new()),
         ]
@@ -291,6 +295,9 @@ impl ApiError {
                 format!("the upload body must be exactly {expected} bytes")
             }
             ApiError::AlreadyUploaded => "the media of this job has already been uploaded".into(),
+            ApiError::UploadInProgress => {
+                "another upload of this job is in progress; retry the same URL if it fails".into()
+            }
             ApiError::BodyTooLarge => "the request body is too large".into(),
             ApiError::Internal(_) => "internal error".into(),
         }

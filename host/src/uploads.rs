@@ -5,15 +5,19 @@
 //! content type and length compared in constant time (403 `invalid_signature`), expiry (410
 //! `upload_expired`), job still `uploading` (409 `already_uploaded`), Content-Type equal to the
 //! declared one (415 `content_type_mismatch`), Content-Length equal to the declared size (400
-//! `length_mismatch`). The body then streams to a temporary file under DIR/media/tmp, counted as
-//! it arrives and refused (400 `length_mismatch`) the moment it exceeds the declared size or
-//! when it ends short. A refused upload leaves the job in `uploading`, so the same URL can be
-//! retried until it expires. A complete body is renamed into place, the credits are charged (one
-//! ledger row, 503 `billing_unavailable` if the ledger cannot be written) and the job moves to
-//! `transcribing` and into the work queue.
+//! `length_mismatch`), then the job's upload claim (409 `upload_in_progress` while another PUT to
+//! the same job is streaming; the status is read again once claimed, so an upload that finished
+//! meanwhile answers `already_uploaded`). The body then streams to its own temporary file under
+//! DIR/media/tmp, counted as it arrives and refused (400 `length_mismatch`) the moment it exceeds
+//! the declared size or when it ends short. A refused upload releases the claim, removes its
+//! temporary file and leaves the job in `uploading`, so the same URL can be retried until it
+//! expires. A complete body is renamed into place (only the claim holder ever renames), the credits
+//! are charged (one ledger row, 503 `billing_unavailable` if the ledger cannot be written) and the
+//! job moves to `transcribing` and into the work queue; the claim is released after that.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
@@ -28,6 +32,61 @@ use crate::util::{hex, is_id, now_ms, parse_query, random_bytes};
 
 /// How long an upload may go without a byte arriving.
 const STALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The jobs whose upload is streaming right now: at most one PUT per job at a time.
+///
+/// In memory, because one server process serves a data directory; a restart ends every upload in
+/// flight anyway (their clients see the connection drop and retry).
+#[derive(Debug, Default)]
+pub struct UploadClaims {
+    jobs: Arc<Mutex<HashSet<String>>>,
+}
+
+impl UploadClaims {
+    /// Claims `job_id` for one upload; `None` while another upload holds it. The claim is released
+    /// when the returned guard is dropped, whatever way the upload ends (refused, failed, finished,
+    /// or its connection dropped mid-body).
+    pub fn claim(&self, job_id: &str) -> Option<UploadClaim> {
+        let mut jobs = self.jobs.lock().unwrap_or_else(|p| p.into_inner());
+        if !jobs.insert(job_id.to_string()) {
+            return None;
+        }
+        Some(UploadClaim {
+            jobs: self.jobs.clone(),
+            job_id: job_id.to_string(),
+            tmp: None,
+        })
+    }
+
+    /// Whether an upload of `job_id` is streaming.
+    pub fn is_claimed(&self, job_id: &str) -> bool {
+        self.jobs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(job_id)
+    }
+}
+
+/// One upload's hold on its job, and its temporary file until it is renamed into place.
+#[derive(Debug)]
+pub struct UploadClaim {
+    jobs: Arc<Mutex<HashSet<String>>>,
+    job_id: String,
+    tmp: Option<PathBuf>,
+}
+
+impl Drop for UploadClaim {
+    fn drop(&mut self) {
+        if let Some(tmp) = self.tmp.take() {
+            // Not renamed into place: the upload did not win, so its bytes go.
+            let _ = std::fs::remove_file(tmp);
+        }
+        self.jobs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.job_id);
+    }
+}
 
 /// Where a job's media lives once uploaded.
 pub fn media_path(data_dir: &Path, job_id: &str) -> PathBuf {
@@ -148,21 +207,34 @@ pub async fn put(
         }
     }
 
+    // One upload per job at a time: a second PUT while this one streams is refused at once, so it
+    // can never replace the winner's media. The status is read again under the claim: an upload
+    // that completed between the first read and the claim has moved the job on.
+    let mut claim = app
+        .uploads
+        .claim(&job.id)
+        .ok_or(ApiError::UploadInProgress)?;
+    let lookup = job.id.clone();
+    let still_uploading = app
+        .db(move |store| store.with(|c| Ok(load_job(c, &lookup)?)))
+        .await?
+        .is_some_and(|j| j.status == "uploading");
+    if !still_uploading {
+        return Err(ApiError::AlreadyUploaded);
+    }
+
     let tmp_dir = app.config.data_dir.join("media").join("tmp");
     let suffix = random_bytes::<6>().map_err(|e| ApiError::Internal(format!("random: {e}")))?;
     let tmp = tmp_dir.join(format!("{}.{}.part", job.id, hex(&suffix)));
-    let result = stream_to(req.into_body(), &tmp, expected).await;
-    if let Err(e) = result {
-        let _ = tokio::fs::remove_file(&tmp).await;
-        return Err(e);
-    }
+    // From here the claim removes the file unless it is renamed into place, also when the
+    // connection drops and this future is dropped mid-body.
+    claim.tmp = Some(tmp.clone());
+    stream_to(req.into_body(), &tmp, expected).await?;
     let dest = media_path(&app.config.data_dir, &job.id);
-    if let Err(e) = tokio::fs::rename(&tmp, &dest).await {
-        let _ = tokio::fs::remove_file(&tmp).await;
-        return Err(ApiError::Internal(format!(
-            "moving the upload into place: {e}"
-        )));
-    }
+    tokio::fs::rename(&tmp, &dest)
+        .await
+        .map_err(|e| ApiError::Internal(format!("moving the upload into place: {e}")))?;
+    claim.tmp = None;
     let job_for_db = job.clone();
     let done = app
         .db(move |store| {
@@ -180,6 +252,7 @@ pub async fn put(
         })
         .await?;
     let (moved, job, transcripts) = done;
+    drop(claim);
     if !moved {
         return Err(ApiError::AlreadyUploaded);
     }
@@ -264,5 +337,34 @@ async fn receive(
             // The writer stopped: its error is reported by the caller.
             return Ok(received);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_claim_per_job_released_on_drop_with_its_temporary_file() {
+        let claims = UploadClaims::default();
+        let dir = tempfile::tempdir().expect("temp dir");
+        let tmp = dir.path().join("job.part");
+        std::fs::write(&tmp, b"partial").expect("write");
+
+        let mut first = claims.claim("job").expect("first claim");
+        first.tmp = Some(tmp.clone());
+        assert!(claims.claim("job").is_none(), "a second upload is refused");
+        let other = claims
+            .claim("another job")
+            .expect("other jobs are independent");
+        assert!(claims.is_claimed("job") && claims.is_claimed("another job"));
+
+        drop(first);
+        assert!(!tmp.exists(), "a losing upload's file is removed");
+        assert!(!claims.is_claimed("job"));
+        let retry = claims.claim("job").expect("released: the retry claims it");
+        drop(retry);
+        drop(other);
+        assert!(!claims.is_claimed("job") && !claims.is_claimed("another job"));
     }
 }
