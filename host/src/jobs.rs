@@ -433,14 +433,20 @@ pub fn job_json(app: &App, job: &JobRow, transcripts: &[TranscriptRow]) -> Value
     Value::Object(m)
 }
 
-/// GET /jobs/{jobId}.
-pub async fn get(app: Arc<App>, caller: Caller, id: String) -> Result<Response<Body>, ApiError> {
-    if !is_id(&id) {
-        return Err(ApiError::InvalidJobId);
-    }
+/// GET /jobs/{jobId}, the endpoint clients poll: the key lookup, the rate limit and the job load
+/// share one blocking trip and one connection, in the order of every other endpoint (401, 429,
+/// then `invalid_job_id`, `job_not_found`). The key is still read on every request, so a
+/// revocation takes effect at once.
+pub async fn get(app: Arc<App>, key_hash: Vec<u8>, id: String) -> Result<Response<Body>, ApiError> {
+    let state = app.clone();
     let (job, transcripts) = app
         .db(move |store| {
             store.with(|c| {
+                let caller = crate::server::find_key(c, &key_hash)?;
+                crate::server::admit(&state, &caller)?;
+                if !is_id(&id) {
+                    return Err(ApiError::InvalidJobId);
+                }
                 let job = load_org_job(c, &caller.org_id, &id)?;
                 let t = load_transcripts(c, &id)?;
                 Ok((job, t))

@@ -3,8 +3,11 @@
 
 use std::convert::Infallible;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -54,6 +57,8 @@ pub struct App {
     pub limiter: RateLimiter,
     /// The work queue the workers wait on.
     pub queue: Arc<Queue>,
+    /// The jobs whose upload is streaming (one PUT per job at a time).
+    pub uploads: crate::uploads::UploadClaims,
 }
 
 impl App {
@@ -199,8 +204,9 @@ pub struct Caller {
     pub member_id: String,
 }
 
-/// Reads the bearer key of `headers` and finds it: the three 401 codes.
-async fn authenticate(app: &App, headers: &HeaderMap) -> Result<Caller, ApiError> {
+/// The SHA-256 of the bearer key of `headers`: `missing_api_key` / `malformed_api_key`. Pure, so
+/// it answers before any database work.
+fn bearer_key_hash(headers: &HeaderMap) -> Result<Vec<u8>, ApiError> {
     let Some(value) = headers.get(hyper::header::AUTHORIZATION) else {
         return Err(ApiError::MissingApiKey);
     };
@@ -216,26 +222,35 @@ async fn authenticate(app: &App, headers: &HeaderMap) -> Result<Caller, ApiError
     if !scheme.eq_ignore_ascii_case("bearer") || !is_api_key_shape(key) {
         return Err(ApiError::MalformedApiKey);
     }
-    let hash = sha256(key.as_bytes());
-    app.db(move |store| {
-        store.with(|c| {
-            let row: Option<(String, String, String, Option<i64>)> = c
-                .prepare_cached(
-                    "SELECT id, org_id, member_id, revoked_at FROM api_keys WHERE key_hash = ?1",
-                )?
-                .query_row([hash], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
-                .optional()?;
-            match row {
-                Some((key_id, org_id, member_id, None)) => Ok(Caller {
-                    key_id,
-                    org_id,
-                    member_id,
-                }),
-                _ => Err(ApiError::InvalidApiKey),
-            }
+    Ok(sha256(key.as_bytes()))
+}
+
+/// Finds the key whose hash is `key_hash` on `c`: `invalid_api_key` when it is unknown or revoked.
+/// Read on every request, so a revocation takes effect at once.
+pub fn find_key(c: &rusqlite::Connection, key_hash: &[u8]) -> Result<Caller, ApiError> {
+    let row: Option<(String, String, String, Option<i64>)> = c
+        .prepare_cached(
+            "SELECT id, org_id, member_id, revoked_at FROM api_keys WHERE key_hash = ?1",
+        )?
+        .query_row([key_hash], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
         })
-    })
-    .await
+        .optional()?;
+    match row {
+        Some((key_id, org_id, member_id, None)) => Ok(Caller {
+            key_id,
+            org_id,
+            member_id,
+        }),
+        _ => Err(ApiError::InvalidApiKey),
+    }
+}
+
+/// Counts a request of `caller` against its key's rate limit: `rate_limited` when over it.
+pub fn admit(app: &App, caller: &Caller) -> Result<(), ApiError> {
+    app.limiter
+        .check(&caller.key_id)
+        .map_err(|retry_after| ApiError::RateLimited { retry_after })
 }
 
 async fn dispatch(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
@@ -250,15 +265,17 @@ async fn dispatch(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Body
     if PUBLIC_ROUTES.contains(&matched.template) {
         return Ok(openapi_response());
     }
-    let caller = authenticate(&app, req.headers()).await?;
-    app.limiter
-        .check(&caller.key_id)
-        .map_err(|retry_after| ApiError::RateLimited { retry_after })?;
+    let key_hash = bearer_key_hash(req.headers())?;
+    if (&method, matched.template) == (&Method::GET, "/jobs/{jobId}") {
+        // The polling hot path: key lookup, rate limit and job load in one database trip.
+        return crate::jobs::get(app, key_hash, id.unwrap_or_default()).await;
+    }
+    let caller = app
+        .db(move |store| store.with(|c| find_key(c, &key_hash)))
+        .await?;
+    admit(&app, &caller)?;
     match (method, matched.template) {
         (Method::POST, "/jobs") => crate::jobs::create(app, caller, req).await,
-        (Method::GET, "/jobs/{jobId}") => {
-            crate::jobs::get(app, caller, id.unwrap_or_default()).await
-        }
         (Method::GET, "/jobs/{jobId}/transcript") => {
             crate::results::transcript(app, caller, id.unwrap_or_default(), &query, req.headers())
                 .await
@@ -287,14 +304,54 @@ pub const OPENAPI: &str = include_str!("../openapi.json");
 pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
-    let mut resp = match dispatch(app, req).await {
-        Ok(r) => r,
-        Err(e) => error_response(&e),
+    let resp = respond(dispatch(app, req)).await;
+    tracing::debug!(%method, %path, status = resp.status().as_u16(), "request");
+    Ok(resp)
+}
+
+/// The one place every application response passes through: the handler's response, the JSON
+/// error of its error, or a JSON 500 `internal_error` when it panicked (rather than a connection
+/// closed without an answer); each with `Cache-Control: no-store`.
+///
+/// What hyper answers by itself never reaches this: a request it cannot parse gets its bare 400
+/// (431 for oversized headers, 414 for an overlong URI) without a body or our headers, and a
+/// connection whose request head does not arrive within the header read timeout is closed without
+/// a response. hyper 1 offers no hook to shape those.
+pub async fn respond(
+    handler: impl Future<Output = Result<Response<Body>, ApiError>>,
+) -> Response<Body> {
+    let mut resp = match CatchPanic(Box::pin(handler)).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => error_response(&e),
+        Err(why) => error_response(&ApiError::Internal(format!("handler panicked: {why}"))),
     };
     resp.headers_mut()
         .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    tracing::debug!(%method, %path, status = resp.status().as_u16(), "request");
-    Ok(resp)
+    resp
+}
+
+/// Polls a future, turning a panic inside it into `Err(message)`.
+struct CatchPanic<F>(Pin<Box<F>>);
+
+impl<F: Future> Future for CatchPanic<F> {
+    type Output = Result<F::Output, String>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let inner = self.0.as_mut();
+        // The future is not polled again after a panic, so no broken state is observed.
+        match std::panic::catch_unwind(AssertUnwindSafe(|| inner.poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(out)) => Poll::Ready(Ok(out)),
+            Err(payload) => {
+                let why = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".into());
+                Poll::Ready(Err(why))
+            }
+        }
+    }
 }
 
 /// Serves `listener` until `shutdown` completes, then lets open connections finish (up to 10 s).
@@ -455,6 +512,53 @@ mod tests {
             checked > 30,
             "only {checked} codes were listed per response"
         );
+    }
+
+    fn block_on<F: Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime")
+            .block_on(f)
+    }
+
+    fn body_json(resp: Response<Body>) -> Value {
+        use http_body_util::BodyExt;
+        let bytes = block_on(resp.into_body().collect())
+            .map(|c| c.to_bytes())
+            .unwrap_or_default();
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null)
+    }
+
+    #[test]
+    fn a_panicking_handler_gets_a_json_500_that_is_not_cached() {
+        let resp = block_on(respond(async {
+            if std::hint::black_box(true) {
+                panic!("handler bug");
+            }
+            Ok(json_response(200, &Value::Null))
+        }));
+        assert_eq!(resp.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(resp.headers()[CACHE_CONTROL], "no-store");
+        assert!(resp.headers()[CONTENT_TYPE]
+            .to_str()
+            .is_ok_and(|t| t.starts_with("application/json")));
+        let body = body_json(resp);
+        assert_eq!(body["code"], "internal_error");
+        assert_eq!(
+            body["error"], "internal error",
+            "the panic message is logged, not shown"
+        );
+    }
+
+    #[test]
+    fn errors_and_successes_alike_are_not_cached() {
+        let resp = block_on(respond(async { Err(ApiError::JobNotFound) }));
+        assert_eq!(resp.status(), StatusCode::NOT_FOUND);
+        assert_eq!(resp.headers()[CACHE_CONTROL], "no-store");
+        assert_eq!(body_json(resp)["code"], "job_not_found");
+        let resp = block_on(respond(async { Ok(openapi_response()) }));
+        assert_eq!(resp.status(), StatusCode::OK);
+        assert_eq!(resp.headers()[CACHE_CONTROL], "no-store");
     }
 
     #[test]
