@@ -287,9 +287,14 @@ fn smart_run(
                     fit.cur += sep + u.g;
                 }
             }
-            let prefix = pre(p, units, i);
+            // Every other term is >= 0: a candidate whose base already loses is skipped before
+            // its line count is worked out.
+            let base = best[i] + CUE_COST + brk;
+            let prefix = if base >= best_cost { 0 } else { pre(p, units, i) };
             let single = i == j - 1;
-            let lines_eff = if fit.dialogue {
+            let lines_eff = if base >= best_cost {
+                None
+            } else if fit.dialogue {
                 if fit.a_len + p.dash_len + prefix > p.max_chars {
                     None
                 } else {
@@ -302,12 +307,9 @@ fn smart_run(
             };
             let lines_eff = match lines_eff {
                 Some(l) if l <= p.max_lines => Some(l),
-                _ if single => Some(p.max_lines.min(2)),
+                _ if single && base < best_cost => Some(p.max_lines.min(2)),
                 _ => None,
             };
-            // Every other term is >= 0: a candidate whose base already loses is skipped.
-            let base = best[i] + CUE_COST + brk;
-            let lines_eff = if base >= best_cost { None } else { lines_eff };
             // The terms are added cheapest first, and the candidate dropped as soon as it loses.
             if let Some(lines) = lines_eff {
                 'eval: {
