@@ -221,7 +221,16 @@ fn balance(p: &Params, cue: &[Unit], prefix: u32, suffix: u32, k: u32, s: &mut S
     s.parent.resize((k + 1) * stride, 0);
     s.dp[0] = 0;
     let orphan_below = p.max_chars / 3;
+    // The imbalance divisor; two lines (by far the commonest) divide by a constant, which the
+    // compiler turns into a shift (the dividend is a square, never negative: same result).
+    let div = kk * kk * 4;
     for end in 1..=n {
+        // The break after the line's last unit costs the same for every start.
+        let brk = if end < n {
+            line_break_cost(p, &cue[end - 1])
+        } else {
+            0
+        };
         // Line [q, end): grow it backwards while it fits.
         let mut len = 0u32;
         let mut wid = 0i64;
@@ -245,10 +254,8 @@ fn balance(p: &Params, cue: &[Unit], prefix: u32, suffix: u32, k: u32, s: &mut S
                 break;
             }
             let dev = wid * kk - total;
-            let mut cost = dev * dev / (kk * kk * 4);
-            if end < n {
-                cost += line_break_cost(p, &cue[end - 1]);
-            }
+            let sq = dev * dev;
+            let mut cost = if k == 2 { sq / 16 } else { sq / div } + brk;
             if end - q == 1 && n > k && cue[q].g < orphan_below {
                 cost += 200;
             }
