@@ -290,7 +290,11 @@ fn smart_run(
             // Every other term is >= 0: a candidate whose base already loses is skipped before
             // its line count is worked out.
             let base = best[i] + CUE_COST + brk;
-            let prefix = if base >= best_cost { 0 } else { pre(p, units, i) };
+            let prefix = if base >= best_cost {
+                0
+            } else {
+                pre(p, units, i)
+            };
             let single = i == j - 1;
             let lines_eff = if base >= best_cost {
                 None
