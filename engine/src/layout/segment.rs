@@ -240,6 +240,8 @@ fn smart_run(
         let open_end = j < b && !last.has(SENT_END) && units[j].speaker == last.speaker;
         let mut best_cost = i64::MAX;
         let mut best_i = j - 1;
+        // `j - i > max_words` as a bound on `i`.
+        let i_lim = j.saturating_sub(p.max_words as usize);
         let mut i = j - 1;
         loop {
             let u = &units[i];
@@ -254,7 +256,7 @@ fn smart_run(
                 if u.has(SENT_END) {
                     inner_end = true;
                 }
-                if last.end - u.start > max_dur || (j - i) as u32 > p.max_words {
+                if i < i_lim || last.end - u.start > max_dur {
                     break;
                 }
                 chars += u.g as i64 + sep as i64;
