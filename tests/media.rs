@@ -124,6 +124,27 @@ fn wait_for_child(parent: u32, name: &str) -> u32 {
     }
 }
 
+/// Whether process `pid` has ended (gone, or a zombie nobody reaped yet) within `limit`.
+fn ended_within(pid: u32, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        let ended = match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => true,
+            Ok(stat) => stat
+                .rfind(')')
+                .and_then(|close| stat[close + 1..].split_whitespace().next())
+                .is_some_and(|state| state == "Z" || state == "X"),
+        };
+        if ended {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 fn transcript_text(server: &Server, org: &Org, id: &str) -> String {
     let r = server.get(&org.key, &format!("/v1/jobs/{id}/transcript?format=text"));
     assert_eq!(r.status, 200, "{}", r.text());
@@ -345,11 +366,11 @@ fn kill_9_while_pocketsphinx_transcribes_resumes_to_ready_with_one_charge_and_on
         "transcribing"
     );
     server.kill9();
-    // The orphaned decoder would finish its work for nobody: end it as the crash's cleanup would.
-    let _ = Command::new("kill")
-        .arg("-9")
-        .arg(recognizer.to_string())
-        .status();
+    // The decoder dies with the server instead of finishing its work for nobody.
+    assert!(
+        ended_within(recognizer, Duration::from_secs(10)),
+        "pocketsphinx ({recognizer}) still running 10 s after the server was killed"
+    );
     server.spawn();
 
     let job = finished(&server, &org, &id);

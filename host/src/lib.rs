@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod billing;
+pub mod child;
 pub mod cli;
 pub mod db;
 pub mod error;

@@ -117,7 +117,8 @@ pub fn extract_wav(input: &Path, output: &Path) -> Result<(), MediaError> {
 }
 
 fn run(tool: &'static str, cmd: &mut Command) -> Result<Output, MediaError> {
-    cmd.stdin(Stdio::null())
+    crate::child::ends_with_server(cmd)
+        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .output()

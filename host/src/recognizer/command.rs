@@ -44,7 +44,7 @@ impl Recognizer for CommandRecognizer {
         language: &str,
         hints: &[String],
     ) -> Result<Recognition, RecognizeError> {
-        let mut child = Command::new(&self.program)
+        let mut child = crate::child::ends_with_server(&mut Command::new(&self.program))
             .arg(wav)
             .arg(language)
             .stdin(Stdio::piped())

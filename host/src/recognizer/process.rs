@@ -35,7 +35,7 @@ pub fn run_limited(
     limit: Duration,
     what: &str,
 ) -> Result<Output, RecognizeError> {
-    let mut child = cmd
+    let mut child = crate::child::ends_with_server(cmd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
