@@ -376,6 +376,15 @@ impl<'a> Iterator for Lines<'a> {
     }
 }
 
+/// The line starting at byte `pos` of `text` (a position [`Lines`] yields, or 0): its offset, its
+/// text and where the next line starts; `None` at the end of the text.
+#[inline]
+pub(crate) fn line_at(text: &str, pos: usize) -> Option<(usize, &str, usize)> {
+    let mut lines = Lines { text, pos };
+    let (offset, line) = lines.next()?;
+    Some((offset, line, lines.pos))
+}
+
 /// Checks the running totals of a reader against `limits`.
 pub(crate) fn check_limits(
     cues: usize,

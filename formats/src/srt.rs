@@ -14,8 +14,8 @@ use nom::sequence::preceded;
 use nom::Parser;
 
 use crate::common::{
-    check_limits, decode, for_each_visible_line, is_blank, push_hhmmss_ms, push_u64, shorten,
-    sorted, spaces, span_units, timestamp, Fallback, Limits, Lines, Sink,
+    check_limits, decode, for_each_visible_line, is_blank, line_at, push_hhmmss_ms, push_u64,
+    shorten, sorted, spaces, span_units, timestamp, Fallback, Limits, Sink,
 };
 use crate::{Format, ParseError, WriteError, WriteOptions};
 
@@ -77,20 +77,21 @@ pub fn parse(input: &[u8]) -> Result<Vec<Cue>, ParseError> {
 pub fn parse_with_limits(input: &[u8], limits: &Limits) -> Result<Vec<Cue>, ParseError> {
     let decoded = decode(input, Fallback::Windows1252);
     let base = decoded.bom_len;
+    let text: &str = &decoded.text;
     let err = |offset: usize, message: String| ParseError::new(Format::Srt, base + offset, message);
-    let lines: Vec<(usize, &str)> = Lines::new(&decoded.text).collect();
+    // Lines are read where they are, one or two ahead at most: no table of every line is built
+    // (for a 10-hour file that table alone was a megabyte of fresh memory).
     let mut cues: Vec<Cue> = Vec::new();
     let mut text_bytes = 0usize;
-    let mut i = 0;
-    while i < lines.len() {
-        let (offset, line) = lines[i];
+    let mut pos = 0;
+    while let Some((offset, line, next)) = line_at(text, pos) {
         if is_blank(line) {
-            i += 1;
+            pos = next;
             continue;
         }
-        let times = match block_start(&lines, i) {
-            Some(Ok((next, times))) => {
-                i = next;
+        let times = match block_start(text, (offset, line, next)) {
+            Some(Ok((after, times))) => {
+                pos = after;
                 times
             }
             Some(Err((at, message))) => return Err(err(at, message)),
@@ -102,7 +103,7 @@ pub fn parse_with_limits(input: &[u8], limits: &Limits) -> Result<Vec<Cue>, Pars
                         last.lines.push(line.to_string());
                         check_limits(cues.len(), text_bytes, limits)
                             .map_err(|m| err(offset, m.to_string()))?;
-                        i += 1;
+                        pos = next;
                         continue;
                     }
                     None => return Err(err(
@@ -113,26 +114,26 @@ pub fn parse_with_limits(input: &[u8], limits: &Limits) -> Result<Vec<Cue>, Pars
                 }
             }
         };
-        let mut text = Vec::with_capacity(2);
-        while i < lines.len() {
-            let (_, l) = lines[i];
+        let mut lines = Vec::with_capacity(2);
+        while let Some(at) = line_at(text, pos) {
+            let (_, l, next) = at;
             if is_blank(l) {
                 break;
             }
             // A new cue without the blank line before it.
-            if matches!(block_start(&lines, i), Some(Ok(_))) {
+            if matches!(block_start(text, at), Some(Ok(_))) {
                 break;
             }
             text_bytes += l.len();
-            text.push(l.to_string());
-            i += 1;
+            lines.push(l.to_string());
+            pos = next;
         }
         let (start, end) = times;
         cues.push(Cue::from_lines(
             u32::try_from(cues.len() + 1).unwrap_or(u32::MAX),
             Millis(start),
             Millis(end.max(start)),
-            text,
+            lines,
         ));
         check_limits(cues.len(), text_bytes, limits).map_err(|m| err(offset, m.to_string()))?;
     }
@@ -145,19 +146,19 @@ pub fn parse_with_limits(input: &[u8], limits: &Limits) -> Result<Vec<Cue>, Pars
 
 type BlockStart = Result<(usize, (i64, i64)), (usize, String)>;
 
-/// Whether a cue starts at line `i`: a timing line, or a counter followed by a timing line.
-/// Returns the index of the first text line and the times; an error when line `i` is clearly meant
-/// as a timing line but is malformed; `None` when line `i` is text.
-fn block_start(lines: &[(usize, &str)], i: usize) -> Option<BlockStart> {
-    let (offset, line) = *lines.get(i)?;
+/// Whether a cue starts at `line` (its offset, text and where the next line starts, as [`line_at`]
+/// gives them): a timing line, or a counter followed by a timing line. Returns where the first text
+/// line starts and the times; an error when the line is clearly meant as a timing line but is
+/// malformed; `None` when it is text.
+fn block_start(text: &str, (offset, line, next): (usize, &str, usize)) -> Option<BlockStart> {
     if let Some(t) = timing_line(line) {
-        return Some(t.map(|t| (i + 1, t)).map_err(|m| (offset, m)));
+        return Some(t.map(|t| (next, t)).map_err(|m| (offset, m)));
     }
     let trimmed = line.trim();
     if !trimmed.is_empty() && trimmed.bytes().all(|b| b.is_ascii_digit()) {
-        if let Some(&(next_offset, next)) = lines.get(i + 1) {
-            if let Some(t) = timing_line(next) {
-                return Some(t.map(|t| (i + 2, t)).map_err(|m| (next_offset, m)));
+        if let Some((next_offset, second, after)) = line_at(text, next) {
+            if let Some(t) = timing_line(second) {
+                return Some(t.map(|t| (after, t)).map_err(|m| (next_offset, m)));
             }
         }
     }
