@@ -47,7 +47,7 @@ ScaledBorderAndShadow: yes\r\nYCbCr Matrix: None\r\n",
         b.extend_from_slice(b"\r\n");
     }
     b.extend_from_slice(STYLES);
-    for cue in sorted(cues) {
+    for cue in sorted(cues, opts.offset, 10) {
         let mark = sink.buf.len();
         let start = round_half_up(shifted(cue.start, opts.offset), 10);
         let end = round_half_up(shifted(cue.end, opts.offset), 10).max(start.saturating_add(1));

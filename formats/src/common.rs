@@ -45,14 +45,15 @@ impl Default for Limits {
     }
 }
 
-/// The cues in writing order: sorted by (start, end), stably; borrowed as-is when already sorted.
-pub(crate) fn sorted(cues: &[Cue]) -> Vec<&Cue> {
+/// The cues in writing order: sorted stably by the (start, end) the file will hold, that is after
+/// `offset`, clamping at zero and rounding to units of `unit_ms` (see [`span_units`]). Sorting by
+/// the exact times instead would let two cues that round to the same start come out in an order
+/// that reading the file back and writing it again changes.
+pub(crate) fn sorted(cues: &[Cue], offset: Millis, unit_ms: u64) -> Vec<&Cue> {
+    let key = |c: &Cue| span_units(c, offset, unit_ms);
     let mut v: Vec<&Cue> = cues.iter().collect();
-    if !cues
-        .windows(2)
-        .all(|w| (w[0].start, w[0].end) <= (w[1].start, w[1].end))
-    {
-        v.sort_by_key(|c| (c.start, c.end));
+    if !cues.windows(2).all(|w| key(&w[0]) <= key(&w[1])) {
+        v.sort_by_key(|c| key(c));
     }
     v
 }

@@ -23,7 +23,7 @@ use crate::{Format, ParseError, WriteError, WriteOptions};
 pub fn write(cues: &[Cue], opts: &WriteOptions, out: &mut dyn Write) -> Result<(), WriteError> {
     let mut sink = Sink::new(out);
     let mut counter = 0u64;
-    for cue in sorted(cues) {
+    for cue in sorted(cues, opts.offset, 1) {
         let mark = sink.buf.len();
         let (start, end) = span_units(cue, opts.offset, 1);
         let b = &mut sink.buf;

@@ -21,7 +21,7 @@ use crate::{Format, ParseError, WriteError, WriteOptions};
 pub fn write(cues: &[Cue], opts: &WriteOptions, out: &mut dyn Write) -> Result<(), WriteError> {
     let mut sink = Sink::new(out);
     sink.buf.extend_from_slice(b"WEBVTT\n\n");
-    for cue in sorted(cues) {
+    for cue in sorted(cues, opts.offset, 1) {
         let mark = sink.buf.len();
         let (start, end) = span_units(cue, opts.offset, 1);
         let b = &mut sink.buf;

@@ -86,7 +86,7 @@ fn expected(
     unit_ms: i64,
     nul_to_fffd: bool,
 ) -> Vec<(i64, i64, Vec<String>)> {
-    let mut v: Vec<(Millis, Millis, (i64, i64, Vec<String>))> = cues
+    let mut v: Vec<(i64, i64, Vec<String>)> = cues
         .iter()
         .filter_map(|c| {
             let lines: Vec<String> = c
@@ -112,11 +112,12 @@ fn expected(
             };
             let start = round(c.start);
             let end = round(c.end).max(start + unit_ms);
-            Some((c.start, c.end, (start, end, lines)))
+            Some((start, end, lines))
         })
         .collect();
+    // Writers order cues by the times the file holds (stably), not by the exact times.
     v.sort_by_key(|(s, e, _)| (*s, *e));
-    v.into_iter().map(|(_, _, x)| x).collect()
+    v
 }
 
 /// SRT has no escaping: a text line that is a timing line, or a number followed by one, starts a
