@@ -48,7 +48,7 @@ pub fn write_with_date(
     out: &mut dyn Write,
 ) -> Result<(), WriteError> {
     let fps = stl_fps(opts.frame_rate);
-    let mut order = start_order(cues);
+    let mut order = start_order(cues, |c| cue_frames(c, fps));
     // TCI hours are one binary byte: a cue that starts at 256 hours or later has no timecode.
     order.retain(|c| frames(c.start, fps) < last_frame(fps));
 
@@ -107,18 +107,17 @@ pub fn write_with_date(
     Ok(())
 }
 
-/// The cues a writer emits, in (start, end) order (stable): cues with no visible text are left
-/// out, as every reader would drop them anyway.
-pub(crate) fn start_order(cues: &[Cue]) -> Vec<&Cue> {
+/// The cues a writer emits, in the order of `key`, the (start, end) the file will hold (stable):
+/// ordering by the exact times instead would let two cues that tie once written (same frame, or
+/// clamped to zero) come out in an order that reading back and writing again changes. Cues with no
+/// visible text are left out, as every reader would drop them anyway.
+pub(crate) fn start_order<K: Ord>(cues: &[Cue], key: impl Fn(&Cue) -> K) -> Vec<&Cue> {
     let mut order: Vec<&Cue> = cues
         .iter()
         .filter(|c| visible_lines(c).next().is_some())
         .collect();
-    if !order
-        .windows(2)
-        .all(|w| (w[0].start, w[0].end) <= (w[1].start, w[1].end))
-    {
-        order.sort_by_key(|c| (c.start, c.end));
+    if !order.windows(2).all(|w| key(w[0]) <= key(w[1])) {
+        order.sort_by_key(|c| key(c));
     }
     order
 }
@@ -244,10 +243,18 @@ fn timecode(t: Millis, fps: u32) -> [u8; 4] {
     split_frames(frames(t, fps), fps)
 }
 
-/// TCI and TCO of a cue; TCO is at least one frame after TCI (readers drop empty subtitles).
-fn cue_timecodes(cue: &Cue, fps: u32) -> ([u8; 4], [u8; 4]) {
+/// The frames of a cue's TCI and TCO as written: TCO at least one frame after TCI (readers drop
+/// empty subtitles), both clamped to the last frame a timecode holds.
+fn cue_frames(cue: &Cue, fps: u32) -> (u64, u64) {
     let start = frames(cue.start, fps);
     let end = frames(cue.end, fps).max(start + 1);
+    let last = last_frame(fps);
+    (start.min(last), end.min(last))
+}
+
+/// TCI and TCO of a cue (see [`cue_frames`]).
+fn cue_timecodes(cue: &Cue, fps: u32) -> ([u8; 4], [u8; 4]) {
+    let (start, end) = cue_frames(cue, fps);
     (split_frames(start, fps), split_frames(end, fps))
 }
 

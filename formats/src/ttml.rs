@@ -55,13 +55,12 @@ pub fn write(cues: &[Cue], opts: &WriteOptions, out: &mut dyn Write) -> Result<(
     buf.extend_from_slice(HEAD_1);
     escape_into(&mut buf, opts.language.trim(), true);
     buf.extend_from_slice(HEAD_2);
-    let order = crate::stl::start_order(cues);
+    let order = crate::stl::start_order(cues, |c| span(c, opts.offset));
     write_region(&mut buf, &order);
     buf.extend_from_slice(HEAD_3);
 
     for (n, cue) in order.iter().enumerate() {
-        let start = (cue.start + opts.offset).max(Millis::ZERO);
-        let end = (cue.end + opts.offset).max(start + Millis(1));
+        let (start, end) = span(cue, opts.offset);
         buf.extend_from_slice(b"      <p xml:id=\"c");
         push_decimal(&mut buf, n as u64 + 1);
         buf.extend_from_slice(b"\" begin=\"");
@@ -84,6 +83,14 @@ pub fn write(cues: &[Cue], opts: &WriteOptions, out: &mut dyn Write) -> Result<(
     buf.extend_from_slice(TAIL);
     out.write_all(&buf)?;
     Ok(())
+}
+
+/// A cue's begin and end as written: shifted by `offset`, clamped at zero, the end at least 1 ms
+/// after the begin.
+fn span(cue: &Cue, offset: Millis) -> (Millis, Millis) {
+    let start = (cue.start + offset).max(Millis::ZERO);
+    let end = (cue.end + offset).max(start + Millis(1));
+    (start, end)
 }
 
 /// The region: 80% wide, bottom edge at 90% of the height, and tall enough for the longest cue
