@@ -6,7 +6,7 @@ mod common;
 
 use common::{fixtures, Expected};
 use cuecraft_engine::{Cue, Millis};
-use cuecraft_formats::{parse, to_vec, Format, WriteOptions};
+use cuecraft_formats::{parse, to_vec, Format};
 
 /// The text formats, their golden directory and their time unit in milliseconds.
 const TEXT_FORMATS: [(Format, &str, i64); 3] = [
@@ -93,34 +93,15 @@ fn cues_that_tie_once_written_keep_their_order_through_a_round_trip() {
         cue(3_402_287_822, 3_402_287_830, "short"),
     ];
     let clamping = vec![cue(500, 1_100, "long"), cue(700, 1_050, "short")];
-    for (format, dir, unit) in TEXT_FORMATS {
+    for (format, _, unit) in TEXT_FORMATS {
         // At millisecond precision the first pair does not tie: it keeps its order.
         let rounding_order = if unit == 1 {
             ["long", "short"]
         } else {
             ["short", "long"]
         };
-        for (cues, offset, order) in [
-            (&rounding, 0, rounding_order),
-            (&clamping, -1_000, ["short", "long"]),
-        ] {
-            let opts = WriteOptions {
-                offset: Millis(offset),
-                ..WriteOptions::default()
-            };
-            let first = to_vec(format, cues, &opts).unwrap();
-            let read = parse(format, &first).unwrap();
-            // Written in the order of the times the file holds: on a tied start, the earlier end.
-            let texts: Vec<&str> = read.iter().map(|c| c.lines[0].as_str()).collect();
-            assert_eq!(texts, order, "{dir}, offset {offset}");
-            let again = to_vec(format, &read, &WriteOptions::default()).unwrap();
-            assert!(
-                first == again,
-                "{dir}, offset {offset}: round trip changed bytes:\n{}\n---\n{}",
-                render(&first),
-                render(&again)
-            );
-        }
+        common::assert_written_order_round_trips(format, &rounding, 0, &rounding_order);
+        common::assert_written_order_round_trips(format, &clamping, -1_000, &["short", "long"]);
     }
 }
 

@@ -196,21 +196,8 @@ fn cue(start: i64, end: i64, lines: &[&str]) -> Cue {
 fn cues_that_tie_once_written_keep_their_order_through_a_round_trip() {
     let stl_pair = [cue(1_000, 3_000, &["long"]), cue(1_010, 1_500, &["short"])];
     let ttml_pair = [cue(500, 1_100, &["long"]), cue(700, 1_050, &["short"])];
-    for (format, cues, offset) in [
-        (Format::EbuStl, &stl_pair, 0),
-        (Format::Ttml, &ttml_pair, -1_000),
-    ] {
-        let opts = WriteOptions {
-            offset: Millis(offset),
-            ..WriteOptions::default()
-        };
-        let first = to_vec(format, cues, &opts).unwrap();
-        let read = parse(format, &first).unwrap();
-        let texts: Vec<&str> = read.iter().map(|c| c.lines[0].as_str()).collect();
-        assert_eq!(texts, ["short", "long"], "{format:?}");
-        let again = to_vec(format, &read, &WriteOptions::default()).unwrap();
-        assert!(first == again, "{format:?}: round trip changed bytes");
-    }
+    common::assert_written_order_round_trips(Format::EbuStl, &stl_pair, 0, &["short", "long"]);
+    common::assert_written_order_round_trips(Format::Ttml, &ttml_pair, -1_000, &["short", "long"]);
 }
 
 #[test]

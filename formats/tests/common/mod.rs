@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 
 use cuecraft_engine::{Cue, Millis};
-use cuecraft_formats::WriteOptions;
+use cuecraft_formats::{parse, to_vec, Format, WriteOptions};
 
 /// One named cue list with the options it is written with.
 #[derive(Debug, Clone)]
@@ -338,4 +338,30 @@ pub fn python() -> PathBuf {
 /// Snapshot directory for a format, relative to the formats crate: `../golden/formats/<fmt>`.
 pub fn golden_dir(format_dir: &str) -> String {
     format!("../golden/formats/{format_dir}")
+}
+
+/// Writes `cues` in `format` shifted by `offset_ms`, reads the file back and checks that the cues'
+/// first lines come back in `order` (the order of the times the file holds), and that writing what
+/// was read, without an offset, gives the same bytes.
+pub fn assert_written_order_round_trips(
+    format: Format,
+    cues: &[Cue],
+    offset_ms: i64,
+    order: &[&str],
+) {
+    let opts = WriteOptions {
+        offset: Millis(offset_ms),
+        ..WriteOptions::default()
+    };
+    let first = to_vec(format, cues, &opts).unwrap();
+    let read = parse(format, &first).unwrap();
+    let texts: Vec<&str> = read.iter().map(|c| c.lines[0].as_str()).collect();
+    assert_eq!(texts, order, "{format:?}, offset {offset_ms}");
+    let again = to_vec(format, &read, &WriteOptions::default()).unwrap();
+    assert!(
+        first == again,
+        "{format:?}, offset {offset_ms}: round trip changed bytes:\n{}\n---\n{}",
+        String::from_utf8_lossy(&first),
+        String::from_utf8_lossy(&again)
+    );
 }
