@@ -47,6 +47,7 @@ mod tests {
         assert_eq!(out.status.code(), Some(3));
     }
 
+    #[cfg(target_os = "linux")]
     #[test]
     fn the_child_is_killed_when_the_thread_that_started_it_ends() {
         use std::os::unix::process::ExitStatusExt;
