@@ -124,6 +124,15 @@ fn wait_for_child(parent: u32, name: &str) -> u32 {
     }
 }
 
+/// `cuecraft submit FILE --api API --key KEY`, for the caller to add options to.
+fn submit_cmd(file: &Path, api: &str, key: &str) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("submit")
+        .arg(file)
+        .args(["--api", api, "--key", key]);
+    cmd
+}
+
 /// Whether process `pid` has ended (gone, or a zombie nobody reaped yet) within `limit`.
 fn ended_within(pid: u32, limit: Duration) -> bool {
     let deadline = Instant::now() + limit;
@@ -407,15 +416,7 @@ fn cuecraft_submit_writes_an_srt_from_the_real_server() {
     );
     let out = dir.path().join("talk.srt");
     let api = format!("{}/v1", server.base());
-    let run = Command::new(BIN)
-        .args([
-            "submit",
-            mp3.to_str().expect("utf-8"),
-            "--api",
-            &api,
-            "--key",
-            &org.key,
-        ])
+    let run = submit_cmd(&mp3, &api, &org.key)
         .args([
             "--poll-interval",
             "0.5",
@@ -448,15 +449,7 @@ fn cuecraft_submit_writes_an_srt_from_the_real_server() {
 
     // A file without audio: the job fails and submit says why, exiting non-zero.
     let silent = speech::video_only(dir.path(), "silent.mp4", 2);
-    let run = Command::new(BIN)
-        .args([
-            "submit",
-            silent.to_str().expect("utf-8"),
-            "--api",
-            &api,
-            "--key",
-            &org.key,
-        ])
+    let run = submit_cmd(&silent, &api, &org.key)
         .args(["--poll-interval", "0.2"])
         .output()
         .expect("run cuecraft submit");
@@ -469,17 +462,13 @@ fn cuecraft_submit_writes_an_srt_from_the_real_server() {
     assert!(!dir.path().join("silent.srt").exists());
 
     // A key the server does not know: the API's error and code are shown.
-    let run = Command::new(BIN)
-        .args([
-            "submit",
-            mp3.to_str().expect("utf-8"),
-            "--api",
-            &api,
-            "--key",
-            "ck_live_0000000000000000000000000000000000000000",
-        ])
-        .output()
-        .expect("run cuecraft submit");
+    let run = submit_cmd(
+        &mp3,
+        &api,
+        "ck_live_0000000000000000000000000000000000000000",
+    )
+    .output()
+    .expect("run cuecraft submit");
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(!run.status.success());
     assert!(stderr.contains("_api_key, HTTP 401)"), "{stderr}");

@@ -17,8 +17,8 @@ use nom::character::complete::char;
 use nom::Parser;
 
 use crate::common::{
-    any_of3, check_limits, decode, digits, for_each_visible_line, is_blank, push_u64,
-    round_half_up, shifted, shorten, sorted, Fallback, Limits, Lines, Sink,
+    any_of3, check_limits, decode, digits, for_each_visible_line, is_blank, push_u64, shorten,
+    sorted, span_units, Fallback, Limits, Lines, Sink,
 };
 use crate::{Format, ParseError, WriteError, WriteOptions};
 
@@ -49,8 +49,7 @@ ScaledBorderAndShadow: yes\r\nYCbCr Matrix: None\r\n",
     b.extend_from_slice(STYLES);
     for cue in sorted(cues, opts.offset, 10) {
         let mark = sink.buf.len();
-        let start = round_half_up(shifted(cue.start, opts.offset), 10);
-        let end = round_half_up(shifted(cue.end, opts.offset), 10).max(start.saturating_add(1));
+        let (start, end) = span_units(cue, opts.offset, 10);
         let b = &mut sink.buf;
         b.extend_from_slice(b"Dialogue: 0,");
         push_time(b, start);

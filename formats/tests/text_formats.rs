@@ -29,16 +29,6 @@ fn render(bytes: &[u8]) -> String {
         .replace('\u{200B}', "⟦U+200B⟧")
 }
 
-fn read_back(cues: &[Cue]) -> Vec<Expected> {
-    cues.iter()
-        .map(|c| Expected {
-            start: c.start.0,
-            end: c.end.0,
-            lines: c.lines.clone(),
-        })
-        .collect()
-}
-
 #[test]
 fn golden_snapshots_of_every_fixture() {
     for (format, dir, _) in TEXT_FORMATS {
@@ -67,7 +57,12 @@ fn read_back_equals_the_fixture_and_rewrite_is_byte_identical() {
             let first = to_vec(format, &f.cues, &f.opts).unwrap();
             let cues = parse(format, &first)
                 .unwrap_or_else(|e| panic!("{dir}/{}: own output unreadable: {e}", f.name));
-            assert_eq!(read_back(&cues), f.expected(unit), "{dir}/{}", f.name);
+            assert_eq!(
+                Expected::from_cues(&cues),
+                f.expected(unit),
+                "{dir}/{}",
+                f.name
+            );
             let second = to_vec(format, &cues, &f.rewrite_opts()).unwrap();
             assert!(
                 first == second,

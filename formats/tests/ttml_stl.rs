@@ -81,16 +81,6 @@ fn expected_stl(f: &Fixture) -> Vec<Expected> {
         .collect()
 }
 
-fn actual(cues: &[Cue]) -> Vec<Expected> {
-    cues.iter()
-        .map(|c| Expected {
-            start: c.start.0,
-            end: c.end.0,
-            lines: c.lines.clone(),
-        })
-        .collect()
-}
-
 // ---------------------------------------------------------------------------------------------
 // Golden snapshots and round trips
 // ---------------------------------------------------------------------------------------------
@@ -123,7 +113,7 @@ fn ttml_reads_back_what_it_wrote() {
     for f in common::fixtures() {
         let bytes = to_vec(Format::Ttml, &f.cues, &f.opts).unwrap();
         let cues = parse(Format::Ttml, &bytes).unwrap_or_else(|e| panic!("{}: {e}", f.name));
-        assert_eq!(actual(&cues), expected_ttml(&f), "{}", f.name);
+        assert_eq!(Expected::from_cues(&cues), expected_ttml(&f), "{}", f.name);
         let again = to_vec(Format::Ttml, &cues, &f.rewrite_opts()).unwrap();
         assert_eq!(
             String::from_utf8_lossy(&again),
@@ -139,7 +129,7 @@ fn stl_reads_back_what_it_wrote() {
     for f in common::fixtures() {
         let bytes = to_vec(Format::EbuStl, &f.cues, &f.opts).unwrap();
         let cues = parse(Format::EbuStl, &bytes).unwrap_or_else(|e| panic!("{}: {e}", f.name));
-        assert_eq!(actual(&cues), expected_stl(&f), "{}", f.name);
+        assert_eq!(Expected::from_cues(&cues), expected_stl(&f), "{}", f.name);
         let again = to_vec(Format::EbuStl, &cues, &f.rewrite_opts()).unwrap();
         assert!(
             again == bytes,

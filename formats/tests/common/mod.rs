@@ -33,6 +33,19 @@ pub struct Expected {
     pub lines: Vec<String>,
 }
 
+impl Expected {
+    /// What a reader reported, in the same shape, to compare with a fixture's expectation.
+    pub fn from_cues(cues: &[Cue]) -> Vec<Expected> {
+        cues.iter()
+            .map(|c| Expected {
+                start: c.start.0,
+                end: c.end.0,
+                lines: c.lines.clone(),
+            })
+            .collect()
+    }
+}
+
 impl Fixture {
     /// Options for writing the cues read back from this fixture's output: the offset has already been
     /// applied once, so it must not be applied again; everything else is unchanged.
