@@ -223,13 +223,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             cues = relayout(&cues, &settings, frame_rate);
             settings.max_chars_per_line
         }
-        None => cues
+        // Only EBU-STL records a maximum line length (its GSI header); counting the characters of
+        // every line of a large file for the other formats would be work nobody reads.
+        None if to == Format::EbuStl => cues
             .iter()
             .flat_map(|c| c.lines.iter())
             .map(|l| l.chars().count() as u32)
             .max()
             .unwrap_or(42)
             .max(1),
+        None => WriteOptions::default().max_chars_per_line,
     };
     let opts = WriteOptions {
         offset,

@@ -16,7 +16,7 @@ use nom::combinator::opt;
 use nom::sequence::preceded;
 use nom::{IResult, Parser};
 
-use crate::WriteError;
+use crate::{WriteError, WriteOptions};
 
 /// Caps for reading untrusted input: a reader stops with an error instead of growing without bound.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,9 +74,82 @@ pub(crate) fn round_half_up(ms: u64, unit_ms: u64) -> u64 {
 /// with `end >= start + 1` unit.
 #[inline]
 pub(crate) fn span_units(cue: &Cue, offset: Millis, unit_ms: u64) -> (u64, u64) {
-    let start = round_half_up(shifted(cue.start, offset), unit_ms);
-    let end = round_half_up(shifted(cue.end, offset), unit_ms).max(start.saturating_add(1));
+    times_in_units(cue.start, cue.end, offset, unit_ms)
+}
+
+/// [`span_units`] of a cue from `start` to `end`.
+#[inline]
+pub(crate) fn times_in_units(
+    start: Millis,
+    end: Millis,
+    offset: Millis,
+    unit_ms: u64,
+) -> (u64, u64) {
+    let start = round_half_up(shifted(start, offset), unit_ms);
+    let end = round_half_up(shifted(end, offset), unit_ms).max(start.saturating_add(1));
     (start, end)
+}
+
+/// The shape of a line-based text format (SRT, WebVTT, ASS): a header, then one block per cue that
+/// has visible text, in the order of the times the file holds. [`write_blocks`] writes a cue list
+/// with it; a reader that streams (see `srt::Blocks`) can feed it cues one at a time instead.
+pub(crate) trait TextBlocks {
+    /// The unit of the format's times, in milliseconds (1 for SRT and WebVTT, 10 for ASS).
+    const UNIT_MS: u64;
+
+    /// Appends what comes before the first cue.
+    fn header(&mut self, b: &mut Vec<u8>, opts: &WriteOptions);
+
+    /// Appends the block of one cue shown over `span` (in [`Self::UNIT_MS`], as [`span_units`]
+    /// gives it) with text `lines`, and returns how many lines were visible. When none was, the
+    /// caller removes what was appended: a cue without visible text gets no block.
+    fn block<S: AsRef<str>>(&mut self, b: &mut Vec<u8>, span: (u64, u64), lines: &[S]) -> usize;
+}
+
+/// Writes `cues` in the text format `f`: header, then a block per cue, sorted as [`sorted`] says.
+pub(crate) fn write_blocks<F: TextBlocks>(
+    mut f: F,
+    cues: &[Cue],
+    opts: &WriteOptions,
+    out: &mut dyn Write,
+) -> Result<(), WriteError> {
+    let mut w = BlockWriter::new(&mut f, opts, out);
+    for cue in sorted(cues, opts.offset, F::UNIT_MS) {
+        w.push(span_units(cue, opts.offset, F::UNIT_MS), &cue.lines)?;
+    }
+    w.finish()
+}
+
+/// Writes cues one at a time in a text format: the header first, then each block as it comes.
+pub(crate) struct BlockWriter<'a, F> {
+    format: &'a mut F,
+    sink: Sink<'a>,
+}
+
+impl<'a, F: TextBlocks> BlockWriter<'a, F> {
+    /// Starts the file: the header goes into the buffer.
+    pub fn new(format: &'a mut F, opts: &WriteOptions, out: &'a mut dyn Write) -> Self {
+        let mut sink = Sink::new(out);
+        format.header(&mut sink.buf, opts);
+        BlockWriter { format, sink }
+    }
+
+    /// Appends the block of a cue shown over `span` with text `lines` (nothing when no line is
+    /// visible).
+    #[inline]
+    pub fn push<S: AsRef<str>>(&mut self, span: (u64, u64), lines: &[S]) -> Result<(), WriteError> {
+        let mark = self.sink.buf.len();
+        if self.format.block(&mut self.sink.buf, span, lines) == 0 {
+            self.sink.buf.truncate(mark);
+            return Ok(());
+        }
+        self.sink.maybe_flush()
+    }
+
+    /// Writes what is left and flushes the output.
+    pub fn finish(self) -> Result<(), WriteError> {
+        self.sink.finish()
+    }
 }
 
 /// The lines a writer shows for a cue: each of `cue.lines` split at CR and LF, trimmed of leading
@@ -91,12 +164,13 @@ pub(crate) fn visible_lines(cue: &Cue) -> impl Iterator<Item = &str> {
         .filter(|l| !l.is_empty())
 }
 
-/// Calls `f` with each of [`visible_lines`] and returns how many there were. The fast path for
-/// writers: a line without CR/LF whose ends are not whitespace is passed through untouched.
+/// Calls `f` with each of the [`visible_lines`] of a cue's `lines` and returns how many there were.
+/// The fast path for writers: a line without CR/LF whose ends are not whitespace is passed through untouched.
 #[inline]
-pub(crate) fn for_each_visible_line(cue: &Cue, mut f: impl FnMut(&str)) -> usize {
+pub(crate) fn for_each_visible_line<S: AsRef<str>>(lines: &[S], mut f: impl FnMut(&str)) -> usize {
     let mut n = 0;
-    for l in &cue.lines {
+    for l in lines {
+        let l = l.as_ref();
         if !any_of2(l.as_bytes(), b'\r', b'\n') {
             let t = trim_line(l);
             if !t.is_empty() {
@@ -549,7 +623,7 @@ mod tests {
             ],
         );
         let mut fast = Vec::new();
-        let n = for_each_visible_line(&cue, |l| fast.push(l.to_string()));
+        let n = for_each_visible_line(&cue.lines, |l| fast.push(l.to_string()));
         let slow: Vec<String> = visible_lines(&cue).map(str::to_string).collect();
         assert_eq!(fast, slow);
         assert_eq!(n, 6);

@@ -15,25 +15,41 @@ use nom::Parser;
 
 use crate::common::{
     check_limits, decode, for_each_visible_line, is_blank, line_at, push_hhmmss_ms, push_u64,
-    shorten, sorted, spaces, span_units, timestamp, Fallback, Limits, Sink,
+    shorten, spaces, timestamp, write_blocks, Fallback, Limits, TextBlocks,
 };
 use crate::{Format, ParseError, WriteError, WriteOptions};
 
 /// Writes `cues` as SRT: cues sorted by time, numbered from 1, cues without visible text skipped.
 pub fn write(cues: &[Cue], opts: &WriteOptions, out: &mut dyn Write) -> Result<(), WriteError> {
-    let mut sink = Sink::new(out);
-    let mut counter = 0u64;
-    for cue in sorted(cues, opts.offset, 1) {
-        let mark = sink.buf.len();
-        let (start, end) = span_units(cue, opts.offset, 1);
-        let b = &mut sink.buf;
-        push_u64(b, counter + 1);
+    write_blocks(SrtBlocks::default(), cues, opts, out)
+}
+
+/// SRT blocks: a counter, the timing line, the text lines, a blank line; CRLF throughout.
+#[derive(Default)]
+pub(crate) struct SrtBlocks {
+    /// Blocks written so far.
+    counter: u64,
+}
+
+impl TextBlocks for SrtBlocks {
+    const UNIT_MS: u64 = 1;
+
+    fn header(&mut self, _: &mut Vec<u8>, _: &WriteOptions) {}
+
+    #[inline]
+    fn block<S: AsRef<str>>(
+        &mut self,
+        b: &mut Vec<u8>,
+        (start, end): (u64, u64),
+        lines: &[S],
+    ) -> usize {
+        push_u64(b, self.counter + 1);
         b.extend_from_slice(b"\r\n");
         push_hhmmss_ms(b, start, b',');
         b.extend_from_slice(b" --> ");
         push_hhmmss_ms(b, end, b',');
         b.extend_from_slice(b"\r\n");
-        let shown = for_each_visible_line(cue, |line| {
+        let shown = for_each_visible_line(lines, |line| {
             if looks_like_timing(line) {
                 // It would start a new cue; an invisible U+200B in front keeps it text.
                 b.extend_from_slice("\u{200B}".as_bytes());
@@ -41,16 +57,12 @@ pub fn write(cues: &[Cue], opts: &WriteOptions, out: &mut dyn Write) -> Result<(
             b.extend_from_slice(line.as_bytes());
             b.extend_from_slice(b"\r\n");
         });
-        if shown == 0 {
-            // Nothing to show: no block at all.
-            b.truncate(mark);
-            continue;
+        if shown > 0 {
+            b.extend_from_slice(b"\r\n");
+            self.counter += 1;
         }
-        b.extend_from_slice(b"\r\n");
-        counter += 1;
-        sink.maybe_flush()?;
+        shown
     }
-    sink.finish()
 }
 
 /// Whether a text line would be read as a timing line: it starts with a digit and has `-->`.

@@ -12,35 +12,44 @@ use nom::Parser;
 
 use crate::common::{
     any_of4, check_limits, decode, for_each_visible_line, is_blank, push_hhmmss_ms, shorten,
-    sorted, spaces, span_units, timestamp, Fallback, Limits, Lines, Sink,
+    spaces, timestamp, write_blocks, Fallback, Limits, Lines, TextBlocks,
 };
 use crate::{Format, ParseError, WriteError, WriteOptions};
 
 /// Writes `cues` as WebVTT: `WEBVTT`, a blank line, then one block per cue (no identifiers, no
 /// settings), sorted by time; cues without visible text are skipped.
 pub fn write(cues: &[Cue], opts: &WriteOptions, out: &mut dyn Write) -> Result<(), WriteError> {
-    let mut sink = Sink::new(out);
-    sink.buf.extend_from_slice(b"WEBVTT\n\n");
-    for cue in sorted(cues, opts.offset, 1) {
-        let mark = sink.buf.len();
-        let (start, end) = span_units(cue, opts.offset, 1);
-        let b = &mut sink.buf;
+    write_blocks(VttBlocks, cues, opts, out)
+}
+
+/// WebVTT blocks: the timing line, the escaped text lines, a blank line; LF throughout.
+pub(crate) struct VttBlocks;
+
+impl TextBlocks for VttBlocks {
+    const UNIT_MS: u64 = 1;
+
+    fn header(&mut self, b: &mut Vec<u8>, _: &WriteOptions) {
+        b.extend_from_slice(b"WEBVTT\n\n");
+    }
+
+    #[inline]
+    fn block<S: AsRef<str>>(
+        &mut self,
+        b: &mut Vec<u8>,
+        (start, end): (u64, u64),
+        lines: &[S],
+    ) -> usize {
         push_hhmmss_ms(b, start, b'.');
         b.extend_from_slice(b" --> ");
         push_hhmmss_ms(b, end, b'.');
         b.push(b'\n');
-        let shown = for_each_visible_line(cue, |line| {
+        let shown = for_each_visible_line(lines, |line| {
             push_escaped(b, line);
             b.push(b'\n');
         });
-        if shown == 0 {
-            b.truncate(mark);
-            continue;
-        }
         b.push(b'\n');
-        sink.maybe_flush()?;
+        shown
     }
-    sink.finish()
 }
 
 /// Appends `line` with `&`, `<` and `>` as entities and NUL as U+FFFD.
