@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use cuecraft_engine::{Cue, FrameRate, Millis, PartialSettings, Word};
-use cuecraft_formats::{Format, WriteOptions};
+use cuecraft_formats::{ConvertError, Format, Streamed, WriteOptions};
 
 /// Arguments of `cuecraft convert`.
 #[derive(Debug, clap::Args)]
@@ -215,6 +215,39 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .layout
         .settings(args.language.as_deref().filter(|l| !l.is_empty()))?;
 
+    let title = args.title.clone().unwrap_or_else(|| {
+        args.input
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    });
+    if settings.is_none() && args.output.as_os_str() != "-" {
+        // One pass, cue by cue, where the formats allow it; the temporary file takes whatever a
+        // failed or out-of-order attempt wrote.
+        let opts = WriteOptions {
+            offset,
+            frame_rate,
+            language: language.clone(),
+            title: title.clone(),
+            ..WriteOptions::default()
+        };
+        let streamed = write_output(
+            &args.output,
+            |out| match cuecraft_formats::convert_streaming(from, to, &input, &opts, out) {
+                Ok(Streamed::Written) => Ok(()),
+                Ok(Streamed::OutOfOrder | Streamed::Unsupported) => Err(NotStreamed.into()),
+                Err(ConvertError::Read(e)) => Err(anyhow::Error::new(e)
+                    .context(format!("cannot read {input_name} as {}", from.extension()))),
+                Err(ConvertError::Write(e)) => {
+                    Err(anyhow::Error::new(e).context(format!("cannot write {output_name}")))
+                }
+            },
+        );
+        match streamed {
+            Err(e) if e.is::<NotStreamed>() => {}
+            done => return done,
+        }
+    }
     let mut cues = cuecraft_formats::parse(from, &input)
         .with_context(|| format!("cannot read {input_name} as {}", from.extension()))?;
     let max_chars = match &settings {
@@ -238,18 +271,26 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         offset,
         frame_rate,
         language,
-        title: args.title.clone().unwrap_or_else(|| {
-            args.input
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default()
-        }),
+        title,
         max_chars_per_line: max_chars,
     };
     write_output(&args.output, |out| {
-        cuecraft_formats::write(to, &cues, &opts, out).map_err(anyhow::Error::from)
+        cuecraft_formats::write(to, &cues, &opts, out)
+            .with_context(|| format!("cannot write {output_name}"))
     })
 }
+
+/// `convert_streaming` could not write the file in one pass; the cue list is built instead.
+#[derive(Debug)]
+struct NotStreamed;
+
+impl std::fmt::Display for NotStreamed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("no one-pass conversion")
+    }
+}
+
+impl std::error::Error for NotStreamed {}
 
 fn parse_format(name: &str, flag: &str) -> anyhow::Result<Format> {
     Format::from_name(name)
@@ -268,6 +309,7 @@ fn read_input(path: &Path) -> anyhow::Result<Vec<u8>> {
 
 /// Writes through `write` into `OUT.tmp` next to `OUT` and renames it into place only when
 /// everything succeeded; on failure the temporary file is removed and `OUT` is left untouched.
+/// Errors of `write` are returned as they are (it says whether reading or writing failed).
 fn write_output(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> anyhow::Result<()>,
@@ -284,7 +326,7 @@ fn write_output(
         let file = std::fs::File::create(&tmp)
             .with_context(|| format!("cannot create {}", tmp.display()))?;
         let mut out = std::io::BufWriter::with_capacity(1 << 16, file);
-        write(&mut out).with_context(|| format!("cannot write {}", path.display()))?;
+        write(&mut out)?;
         // No fsync: like cp, the file is complete once renamed; durability against power loss is
         // the file system's business, and an fsync would dominate the run time of a convert.
         out.into_inner()
@@ -427,6 +469,48 @@ mod tests {
             "{err:#}"
         );
         assert!(!o.exists());
+    }
+
+    #[test]
+    fn cues_out_of_order_are_written_sorted_over_an_older_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (i, o) = (dir.path().join("in.srt"), dir.path().join("out.vtt"));
+        // The one-pass conversion writes the first cue, meets the second and gives up; the cue
+        // list then sorts them. The older output is replaced whole.
+        std::fs::write(&o, "old").unwrap();
+        std::fs::write(
+            &i,
+            "1\n00:00:05,000 --> 00:00:06,000\nlater\n\n2\n00:00:01,000 --> 00:00:02,000\nearlier\n",
+        )
+        .unwrap();
+        run(args(&i, &o)).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&o).unwrap(),
+            "WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nearlier\n\n00:00:05.000 --> 00:00:06.000\nlater\n\n"
+        );
+        assert!(!dir.path().join("out.vtt.tmp").exists());
+    }
+
+    #[test]
+    fn a_bad_input_is_a_read_error_and_keeps_the_previous_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let (i, o) = (dir.path().join("in.srt"), dir.path().join("out.vtt"));
+        std::fs::write(&o, "old").unwrap();
+        // The first cue is fine (and written to the temporary file) before the error is found.
+        std::fs::write(
+            &i,
+            "1\n00:00:01,000 --> 00:00:02,000\na\n\n2\n00:61:00,000 --> 00:62:00,000\nb\n",
+        )
+        .unwrap();
+        let err = format!("{:#}", run(args(&i, &o)).unwrap_err());
+        assert!(
+            err.starts_with("cannot read")
+                && err.contains("in.srt as srt")
+                && err.contains("minutes 61"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read_to_string(&o).unwrap(), "old");
+        assert!(!dir.path().join("out.vtt.tmp").exists());
     }
 
     #[test]

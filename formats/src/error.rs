@@ -62,3 +62,30 @@ impl From<std::io::Error> for WriteError {
         WriteError::Io(e)
     }
 }
+
+/// A one-pass conversion failed: reading the input or writing the output.
+#[derive(Debug)]
+pub enum ConvertError {
+    /// The input is not valid in its format.
+    Read(ParseError),
+    /// Writing the output failed.
+    Write(WriteError),
+}
+
+impl std::fmt::Display for ConvertError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConvertError::Read(e) => e.fmt(f),
+            ConvertError::Write(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for ConvertError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ConvertError::Read(e) => Some(e),
+            ConvertError::Write(e) => Some(e),
+        }
+    }
+}

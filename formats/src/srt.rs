@@ -15,9 +15,10 @@ use nom::Parser;
 
 use crate::common::{
     check_limits, decode, for_each_visible_line, is_blank, line_at, push_hhmmss_ms, push_u64,
-    shorten, spaces, timestamp, write_blocks, Fallback, Limits, TextBlocks,
+    shorten, spaces, times_in_units, timestamp, write_blocks, BlockWriter, Fallback, Limits,
+    TextBlocks,
 };
-use crate::{Format, ParseError, WriteError, WriteOptions};
+use crate::{ConvertError, Format, ParseError, Streamed, WriteError, WriteOptions};
 
 /// Writes `cues` as SRT: cues sorted by time, numbered from 1, cues without visible text skipped.
 pub fn write(cues: &[Cue], opts: &WriteOptions, out: &mut dyn Write) -> Result<(), WriteError> {
@@ -88,72 +89,169 @@ pub fn parse(input: &[u8]) -> Result<Vec<Cue>, ParseError> {
 /// kept verbatim (SRT has no escaping).
 pub fn parse_with_limits(input: &[u8], limits: &Limits) -> Result<Vec<Cue>, ParseError> {
     let decoded = decode(input, Fallback::Windows1252);
-    let base = decoded.bom_len;
-    let text: &str = &decoded.text;
-    let err = |offset: usize, message: String| ParseError::new(Format::Srt, base + offset, message);
-    // Lines are read where they are, one or two ahead at most: no table of every line is built
-    // (for a 10-hour file that table alone was a megabyte of fresh memory).
+    let mut blocks = Blocks::new(&decoded.text, decoded.bom_len, limits);
     let mut cues: Vec<Cue> = Vec::new();
-    let mut text_bytes = 0usize;
-    let mut pos = 0;
-    while let Some((offset, line, next)) = line_at(text, pos) {
-        if is_blank(line) {
-            pos = next;
-            continue;
-        }
-        let times = match block_start(text, (offset, line, next)) {
-            Some(Ok((after, times))) => {
-                pos = after;
-                times
-            }
-            Some(Err((at, message))) => return Err(err(at, message)),
-            None => {
-                // Text after a blank line inside a cue: ffmpeg keeps it with the cue.
-                match cues.last_mut() {
-                    Some(last) => {
-                        text_bytes += line.len();
-                        last.lines.push(line.to_string());
-                        check_limits(cues.len(), text_bytes, limits)
-                            .map_err(|m| err(offset, m.to_string()))?;
-                        pos = next;
-                        continue;
-                    }
-                    None => return Err(err(
-                        offset,
-                        "expected a cue number or a timing line (`00:00:01,000 --> 00:00:02,000`)"
-                            .to_string(),
-                    )),
-                }
-            }
-        };
-        let mut lines = Vec::with_capacity(2);
-        while let Some(at) = line_at(text, pos) {
-            let (_, l, next) = at;
-            if is_blank(l) {
-                break;
-            }
-            // A new cue without the blank line before it.
-            if matches!(block_start(text, at), Some(Ok(_))) {
-                break;
-            }
-            text_bytes += l.len();
-            lines.push(l.to_string());
-            pos = next;
-        }
-        let (start, end) = times;
+    while let Some(block) = blocks.next_block()? {
         cues.push(Cue::from_lines(
             u32::try_from(cues.len() + 1).unwrap_or(u32::MAX),
-            Millis(start),
-            Millis(end.max(start)),
-            lines,
+            Millis(block.start),
+            Millis(block.end),
+            block.lines.iter().map(|l| l.to_string()).collect(),
         ));
-        check_limits(cues.len(), text_bytes, limits).map_err(|m| err(offset, m.to_string()))?;
-    }
-    cues.retain(|c| !c.lines.is_empty());
-    for (n, c) in cues.iter_mut().enumerate() {
-        c.index = u32::try_from(n + 1).unwrap_or(u32::MAX);
     }
     Ok(cues)
+}
+
+/// Writes SRT `input` in the text format `f` as it reads it (see [`crate::convert_streaming`]).
+pub(crate) fn stream<F: TextBlocks>(
+    mut f: F,
+    input: &[u8],
+    opts: &WriteOptions,
+    out: &mut dyn Write,
+) -> Result<Streamed, ConvertError> {
+    let decoded = decode(input, Fallback::Windows1252);
+    let mut blocks = Blocks::new(&decoded.text, decoded.bom_len, &Limits::UNLIMITED);
+    let mut w = BlockWriter::new(&mut f, opts, out);
+    let mut last = (0, 0);
+    while let Some(b) = blocks.next_block().map_err(ConvertError::Read)? {
+        let span = times_in_units(Millis(b.start), Millis(b.end), opts.offset, F::UNIT_MS);
+        // The cue list would be sorted by these times before writing; in order, it stays as is.
+        if span < last {
+            return Ok(Streamed::OutOfOrder);
+        }
+        last = span;
+        w.push(span, &b.lines).map_err(ConvertError::Write)?;
+    }
+    w.finish().map_err(ConvertError::Write)?;
+    Ok(Streamed::Written)
+}
+
+/// One cue as an SRT file holds it, its text borrowed from the file.
+#[derive(Debug, Default)]
+pub(crate) struct Block<'a> {
+    /// Start and end in milliseconds, `end >= start`.
+    pub start: i64,
+    pub end: i64,
+    /// The text lines, verbatim; never empty in a block [`Blocks::next_block`] returns.
+    pub lines: Vec<&'a str>,
+}
+
+/// The cues of SRT text, read one at a time in file order without copying any text: what
+/// [`parse_with_limits`] collects, and what a converter can write as it reads (see
+/// [`crate::convert_streaming`]). A block is complete only when the next one starts, because text
+/// after a blank line that does not start a cue still belongs to the cue before it.
+pub(crate) struct Blocks<'a, 'l> {
+    text: &'a str,
+    /// Where the next line starts.
+    pos: usize,
+    /// Bytes before `text` in the input (the BOM), added to error offsets.
+    base: usize,
+    limits: &'l Limits,
+    /// Blocks started so far, including empty ones, and text bytes read: the totals `limits` caps.
+    started: usize,
+    text_bytes: usize,
+    /// The block being read, once one has started.
+    open: Option<Block<'a>>,
+    /// The block last returned; its line buffer is reused.
+    done: Block<'a>,
+}
+
+impl<'a, 'l> Blocks<'a, 'l> {
+    /// The blocks of `text`, which started `base` bytes into the input.
+    pub fn new(text: &'a str, base: usize, limits: &'l Limits) -> Self {
+        Blocks {
+            text,
+            pos: 0,
+            base,
+            limits,
+            started: 0,
+            text_bytes: 0,
+            open: None,
+            done: Block::default(),
+        }
+    }
+
+    fn err(&self, offset: usize, message: impl Into<String>) -> ParseError {
+        ParseError::new(Format::Srt, self.base + offset, message)
+    }
+
+    fn check_limits(&self, offset: usize) -> Result<(), ParseError> {
+        check_limits(self.started, self.text_bytes, self.limits).map_err(|m| self.err(offset, m))
+    }
+
+    /// The next cue with at least one text line; `None` at the end of the text.
+    pub fn next_block(&mut self) -> Result<Option<&Block<'a>>, ParseError> {
+        let text = self.text;
+        loop {
+            let Some((offset, line, next)) = line_at(text, self.pos) else {
+                // The end: the open block is complete.
+                match self.open.take() {
+                    Some(b) if !b.lines.is_empty() => {
+                        self.done = b;
+                        return Ok(Some(&self.done));
+                    }
+                    _ => return Ok(None),
+                }
+            };
+            if is_blank(line) {
+                self.pos = next;
+                continue;
+            }
+            let (start, end) = match block_start(text, (offset, line, next)) {
+                Some(Ok((after, times))) => {
+                    self.pos = after;
+                    times
+                }
+                Some(Err((at, message))) => return Err(self.err(at, message)),
+                None => {
+                    // Text after a blank line inside a cue: ffmpeg keeps it with the cue.
+                    let Some(open) = &mut self.open else {
+                        return Err(self.err(
+                            offset,
+                            "expected a cue number or a timing line (`00:00:01,000 --> 00:00:02,000`)",
+                        ));
+                    };
+                    open.lines.push(line);
+                    self.text_bytes += line.len();
+                    self.check_limits(offset)?;
+                    self.pos = next;
+                    continue;
+                }
+            };
+            // A new cue: the open one is complete. Its line buffer is reused for the new one.
+            let finished = self.open.take();
+            let mut lines = std::mem::take(&mut self.done.lines);
+            lines.clear();
+            while let Some(at) = line_at(text, self.pos) {
+                let (_, l, next) = at;
+                if is_blank(l) {
+                    break;
+                }
+                // A new cue without the blank line before it.
+                if matches!(block_start(text, at), Some(Ok(_))) {
+                    break;
+                }
+                self.text_bytes += l.len();
+                lines.push(l);
+                self.pos = next;
+            }
+            self.started += 1;
+            self.open = Some(Block {
+                start,
+                end: end.max(start),
+                lines,
+            });
+            self.check_limits(offset)?;
+            match finished {
+                Some(b) if !b.lines.is_empty() => {
+                    self.done = b;
+                    return Ok(Some(&self.done));
+                }
+                Some(b) => self.done = b,
+                None => {}
+            }
+        }
+    }
 }
 
 type BlockStart = Result<(usize, (i64, i64)), (usize, String)>;

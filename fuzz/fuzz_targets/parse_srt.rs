@@ -1,16 +1,38 @@
 //! Fuzz target `parse_srt`: arbitrary bytes into the SRT reader must give cues or an error, never a
 //! panic; what it reads must write, and writing what it reads back is stable (write -> read ->
-//! write gives the same bytes), so a file the reader accepts converts deterministically.
+//! write gives the same bytes), so a file the reader accepts converts deterministically. The
+//! one-pass conversion to WebVTT gives the same bytes or the same error as the cue list, or says
+//! the cues are out of order.
 #![no_main]
 
-use cuecraft_formats::{parse, to_vec, Format, WriteOptions};
+use cuecraft_formats::{convert_streaming, parse, to_vec, Format, Streamed, WriteOptions};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(cues) = parse(Format::Srt, data) else {
+    let parsed = parse(Format::Srt, data);
+    let opts = WriteOptions::default();
+    let mut streamed = Vec::new();
+    let one_pass = convert_streaming(Format::Srt, Format::WebVtt, data, &opts, &mut streamed);
+    let Ok(cues) = parsed else {
+        let e = parsed.unwrap_err();
+        match one_pass {
+            Err(cuecraft_formats::ConvertError::Read(s)) => assert_eq!(s, e, "different errors"),
+            Ok(Streamed::OutOfOrder) => {}
+            other => panic!("the reader failed ({e}) but one pass gave {other:?}"),
+        }
         return;
     };
-    let opts = WriteOptions::default();
+    match one_pass {
+        Ok(Streamed::Written) => assert!(
+            streamed == to_vec(Format::WebVtt, &cues, &opts).expect("writing to memory"),
+            "one pass wrote different bytes"
+        ),
+        Ok(Streamed::OutOfOrder) => assert!(
+            cues.windows(2).any(|w| (w[0].start, w[0].end) > (w[1].start, w[1].end)),
+            "out of order reported for cues in order"
+        ),
+        other => panic!("one pass gave {other:?} for a readable file"),
+    }
     let first = to_vec(Format::Srt, &cues, &opts).expect("writing to memory");
     let again = parse(Format::Srt, &first).expect("own output must parse");
     let second = to_vec(Format::Srt, &again, &opts).expect("writing to memory");
