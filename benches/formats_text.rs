@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use cuecraft_engine::{Cue, Millis};
-use cuecraft_formats::{parse, write, Format, WriteOptions};
+use cuecraft_formats::{convert_streaming, parse, write, Format, Streamed, WriteOptions};
 
 const WORDS: &str = "the subtitle reads well when lines are balanced, and never too long. Où \
     êtes-vous allé? —Yes. we can't stay here tonight because everyone is waiting for us downstairs. \
@@ -88,6 +88,27 @@ fn bench(c: &mut Criterion) {
                     .len()
             })
         });
+        if format == Format::Srt {
+            // The one-pass conversion `cuecraft convert` uses: SRT in, WebVTT out, no cue list.
+            g.bench_function(
+                format!("convert to vtt in one pass, {} bytes in", len),
+                |b| {
+                    let mut buf = Vec::with_capacity(out.len() * 2);
+                    b.iter(|| {
+                        buf.clear();
+                        let r = convert_streaming(
+                            Format::Srt,
+                            Format::WebVtt,
+                            black_box(&out),
+                            &opts,
+                            &mut buf,
+                        );
+                        assert!(matches!(r, Ok(Streamed::Written)));
+                        black_box(buf.len())
+                    })
+                },
+            );
+        }
         g.finish();
     }
 }

@@ -241,23 +241,6 @@ fn any_byte(bytes: &[u8], hit: impl Fn(u8) -> bool) -> bool {
     block(tail.try_into().unwrap_or(&[0; 16]))
 }
 
-/// Position of the first CR or LF in `bytes`: whole 16-byte blocks are skipped with a vectorised
-/// test, the block with the hit is searched byte by byte.
-#[inline]
-fn find_eol(bytes: &[u8]) -> Option<usize> {
-    let mut at = 0;
-    while at + 16 <= bytes.len() {
-        if any_of2(&bytes[at..at + 16], b'\r', b'\n') {
-            break;
-        }
-        at += 16;
-    }
-    bytes[at..]
-        .iter()
-        .position(|&b| b == b'\n' || b == b'\r')
-        .map(|p| at + p)
-}
-
 /// Whether `line` is empty or only whitespace.
 #[inline]
 pub(crate) fn is_blank(line: &str) -> bool {
@@ -371,7 +354,7 @@ pub(crate) fn decode(input: &[u8], fallback: Fallback) -> Decoded<'_> {
     if let Some((enc, bom_len)) = encoding_rs::Encoding::for_bom(input) {
         let body = &input[bom_len..];
         if enc == encoding_rs::UTF_8 {
-            return match std::str::from_utf8(body) {
+            return match utf8(body) {
                 Ok(s) => Decoded {
                     text: Cow::Borrowed(s),
                     bom_len,
@@ -388,7 +371,7 @@ pub(crate) fn decode(input: &[u8], fallback: Fallback) -> Decoded<'_> {
             bom_len,
         };
     }
-    match std::str::from_utf8(input) {
+    match utf8(input) {
         Ok(s) => Decoded {
             text: Cow::Borrowed(s),
             bom_len: 0,
@@ -407,6 +390,14 @@ pub(crate) fn decode(input: &[u8], fallback: Fallback) -> Decoded<'_> {
             }
         }
     }
+}
+
+/// `bytes` as UTF-8 text, if they are. simdutf8 checks a megabyte in a few dozen microseconds,
+/// several times faster than the standard library on text that is not all ASCII; only whether the
+/// text is valid matters here (invalid text is decoded another way as a whole).
+#[inline]
+fn utf8(bytes: &[u8]) -> Result<&str, simdutf8::basic::Utf8Error> {
+    simdutf8::basic::from_utf8(bytes)
 }
 
 /// Splits text into lines at CRLF, LF or CR, yielding each line with its byte offset in `text`.
@@ -433,7 +424,7 @@ impl<'a> Iterator for Lines<'a> {
         }
         let start = self.pos;
         let bytes = rest.as_bytes();
-        match find_eol(bytes) {
+        match memchr::memchr2(b'\n', b'\r', bytes) {
             Some(i) => {
                 let skip = if bytes[i] == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
                     2

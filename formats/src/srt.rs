@@ -260,12 +260,26 @@ type BlockStart = Result<(usize, (i64, i64)), (usize, String)>;
 /// gives them): a timing line, or a counter followed by a timing line. Returns where the first text
 /// line starts and the times; an error when the line is clearly meant as a timing line but is
 /// malformed; `None` when it is text.
+#[inline]
 fn block_start(text: &str, (offset, line, next): (usize, &str, usize)) -> Option<BlockStart> {
-    if let Some(t) = timing_line(line) {
-        return Some(t.map(|t| (next, t)).map_err(|m| (offset, m)));
+    // Both a timing line and a counter start with a digit once leading whitespace is trimmed: a
+    // line that starts with any other ASCII character is text (most lines of a file).
+    // (The ASCII characters `str::trim` removes are TAB, LF, VT, FF, CR and space.)
+    match line.as_bytes().first() {
+        Some(&b) if b.is_ascii() && !b.is_ascii_digit() && !matches!(b, b'\t'..=b'\r' | b' ') => {
+            return None
+        }
+        _ => {}
     }
-    let trimmed = line.trim();
-    if !trimmed.is_empty() && trimmed.bytes().all(|b| b.is_ascii_digit()) {
+    let counter = |l: &str| !l.is_empty() && l.bytes().all(|b| b.is_ascii_digit());
+    // A bare counter cannot be a timing line (it has no `-->`): go straight to the next line.
+    let bare_counter = counter(line);
+    if !bare_counter {
+        if let Some(t) = timing_line(line) {
+            return Some(t.map(|t| (next, t)).map_err(|m| (offset, m)));
+        }
+    }
+    if bare_counter || counter(line.trim()) {
         if let Some((next_offset, second, after)) = line_at(text, next) {
             if let Some(t) = timing_line(second) {
                 return Some(t.map(|t| (after, t)).map_err(|m| (next_offset, m)));
@@ -341,6 +355,52 @@ mod tests {
             canonical_timing(b"12:34:56,789 --> 23:59:59,999"),
             Some((45_296_789, 86_399_999))
         );
+    }
+
+    #[test]
+    fn the_block_start_shortcuts_decide_as_the_full_rules() {
+        // The rules without shortcuts: a timing line, else a counter (trimmed) before one.
+        fn reference(text: &str, (offset, line, next): (usize, &str, usize)) -> Option<BlockStart> {
+            if let Some(t) = timing_line(line) {
+                return Some(t.map(|t| (next, t)).map_err(|m| (offset, m)));
+            }
+            let trimmed = line.trim();
+            if !trimmed.is_empty() && trimmed.bytes().all(|b| b.is_ascii_digit()) {
+                let (next_offset, second, after) = line_at(text, next)?;
+                let t = timing_line(second)?;
+                return Some(t.map(|t| (after, t)).map_err(|m| (next_offset, m)));
+            }
+            None
+        }
+        let firsts = [
+            "12",
+            " 12",
+            "\u{0B}12",
+            "\u{A0}12",
+            "12a",
+            "x",
+            "-->",
+            "\u{0B}00:00:01,000 --> 00:00:02,000",
+            "\u{A0}00:00:01,000 --> 00:00:02,000",
+            "\u{2003}1 --> 2",
+            "\t00:00:01,000 --> 00:00:02,000",
+            "00:00:01,000 --> 00:00:02,000",
+            "1 --> x",
+            "00:61:00,000 --> 00:00:01,000",
+            "é",
+        ];
+        for first in firsts {
+            for second in [
+                "00:00:03,000 --> 00:00:04,000",
+                " 0:0:5 --> 0:0:6",
+                "text",
+                "9:99 --> 1",
+            ] {
+                let text = format!("{first}\n{second}\n");
+                let at = line_at(&text, 0).unwrap();
+                assert_eq!(block_start(&text, at), reference(&text, at), "{text:?}");
+            }
+        }
     }
 
     fn times(cues: &[Cue]) -> Vec<(i64, i64)> {
