@@ -179,11 +179,21 @@ fn flag_name(field: &str) -> String {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let input = read_input(&args.input)?;
     let input_name = args.input.to_string_lossy();
+    // Standard input is read whole. A file is only looked at first (its format shows in its first
+    // bytes): a one-pass conversion reads it a chunk at a time.
+    let mut input = if args.input.as_os_str() == "-" {
+        Some(read_input(&args.input)?)
+    } else {
+        None
+    };
+    let head = match &input {
+        Some(bytes) => bytes[..bytes.len().min(HEAD)].to_vec(),
+        None => read_head(&args.input)?,
+    };
     let from = match &args.from {
         Some(name) => parse_format(name, "--from")?,
-        None => cuecraft_formats::detect(&input)
+        None => cuecraft_formats::detect(&head)
             .or_else(|| Format::from_path(&input_name))
             .with_context(|| {
                 format!("cannot tell the format of {input_name}; pass --from srt|vtt|ttml|ass|stl")
@@ -221,33 +231,40 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default()
     });
+    // One pass, cue by cue, where the formats allow it (not to standard output: a pass that finds
+    // the cues out of order must be able to throw away what it wrote).
     if settings.is_none() && args.output.as_os_str() != "-" {
-        // One pass, cue by cue, where the formats allow it; the temporary file takes whatever a
-        // failed or out-of-order attempt wrote.
-        let opts = WriteOptions {
-            offset,
-            frame_rate,
-            language: language.clone(),
-            title: title.clone(),
-            ..WriteOptions::default()
-        };
-        let streamed = write_output(
-            &args.output,
-            |out| match cuecraft_formats::convert_streaming(from, to, &input, &opts, out) {
-                Ok(Streamed::Written) => Ok(()),
-                Ok(Streamed::OutOfOrder | Streamed::Unsupported) => Err(NotStreamed.into()),
-                Err(ConvertError::Read(e)) => Err(anyhow::Error::new(e)
-                    .context(format!("cannot read {input_name} as {}", from.extension()))),
-                Err(ConvertError::Write(e)) => {
-                    Err(anyhow::Error::new(e).context(format!("cannot write {output_name}")))
-                }
+        let pass = OnePass {
+            from,
+            to,
+            opts: WriteOptions {
+                offset,
+                frame_rate,
+                language: language.clone(),
+                title: title.clone(),
+                ..WriteOptions::default()
             },
-        );
-        match streamed {
-            Err(e) if e.is::<NotStreamed>() => {}
-            done => return done,
+            input_name: &input_name,
+            output: &args.output,
+        };
+        let mut done = match &input {
+            Some(bytes) => pass.run(Source::Bytes(bytes))?,
+            None => pass.run(Source::File(&args.input))?,
+        };
+        if done == Streamed::NotUtf8 {
+            // A legacy code page (Windows-1252) is decoded as a whole.
+            let bytes = read_input(&args.input)?;
+            done = pass.run(Source::Bytes(&bytes))?;
+            input = Some(bytes);
+        }
+        if done == Streamed::Written {
+            return Ok(());
         }
     }
+    let input = match input {
+        Some(bytes) => bytes,
+        None => read_input(&args.input)?,
+    };
     let mut cues = cuecraft_formats::parse(from, &input)
         .with_context(|| format!("cannot read {input_name} as {}", from.extension()))?;
     let max_chars = match &settings {
@@ -280,17 +297,81 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     })
 }
 
-/// `convert_streaming` could not write the file in one pass; the cue list is built instead.
-#[derive(Debug)]
-struct NotStreamed;
+/// Bytes of a file enough to tell its format (what `cuecraft_formats::detect` looks at).
+const HEAD: usize = 8192;
 
-impl std::fmt::Display for NotStreamed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("no one-pass conversion")
-    }
+/// The first [`HEAD`] bytes of the file at `path` (fewer if it is shorter).
+fn read_head(path: &Path) -> anyhow::Result<Vec<u8>> {
+    let file =
+        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut head = Vec::with_capacity(HEAD);
+    std::io::Read::read_to_end(&mut std::io::Read::take(file, HEAD as u64), &mut head)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(head)
 }
 
-impl std::error::Error for NotStreamed {}
+/// Where a one-pass conversion reads from.
+enum Source<'a> {
+    /// A file, read a chunk at a time.
+    File(&'a Path),
+    /// Input already in memory, in any encoding.
+    Bytes(&'a [u8]),
+}
+
+/// A one-pass conversion into a file (see `cuecraft_formats::convert_streaming`).
+struct OnePass<'a> {
+    from: Format,
+    to: Format,
+    opts: WriteOptions,
+    input_name: &'a str,
+    output: &'a Path,
+}
+
+impl OnePass<'_> {
+    /// Converts `source` into the output file through its temporary file. Anything but
+    /// [`Streamed::Written`] leaves no file behind and asks for another way (the whole input for
+    /// [`Streamed::NotUtf8`], the cue list otherwise); errors are final.
+    fn run(&self, source: Source<'_>) -> anyhow::Result<Streamed> {
+        let mut outcome = Streamed::Written;
+        let written = write_output(self.output, |out| {
+            let r = match source {
+                Source::Bytes(bytes) => {
+                    cuecraft_formats::convert_streaming(self.from, self.to, bytes, &self.opts, out)
+                }
+                Source::File(path) => {
+                    let mut file = std::fs::File::open(path)
+                        .with_context(|| format!("cannot read {}", path.display()))?;
+                    cuecraft_formats::convert_streaming_read(
+                        self.from, self.to, &mut file, &self.opts, out,
+                    )
+                }
+            };
+            match r {
+                Ok(Streamed::Written) => Ok(()),
+                Ok(other) => {
+                    outcome = other;
+                    // Not an error to report: write_output throws the temporary file away.
+                    bail!("no one-pass conversion")
+                }
+                Err(ConvertError::Input(e)) => {
+                    Err(anyhow::Error::new(e).context(format!("cannot read {}", self.input_name)))
+                }
+                Err(ConvertError::Read(e)) => Err(anyhow::Error::new(e).context(format!(
+                    "cannot read {} as {}",
+                    self.input_name,
+                    self.from.extension()
+                ))),
+                Err(ConvertError::Write(e)) => Err(anyhow::Error::new(e)
+                    .context(format!("cannot write {}", self.output.display()))),
+            }
+        });
+        match written {
+            Ok(()) => Ok(Streamed::Written),
+            Err(_) if outcome != Streamed::Written => Ok(outcome),
+            Err(e) => Err(e),
+        }
+    }
+}
 
 fn parse_format(name: &str, flag: &str) -> anyhow::Result<Format> {
     Format::from_name(name)
@@ -487,6 +568,24 @@ mod tests {
         assert_eq!(
             std::fs::read_to_string(&o).unwrap(),
             "WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nearlier\n\n00:00:05.000 --> 00:00:06.000\nlater\n\n"
+        );
+        assert!(!dir.path().join("out.vtt.tmp").exists());
+    }
+
+    #[test]
+    fn a_windows_1252_file_is_decoded_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let (i, o) = (dir.path().join("in.srt"), dir.path().join("out.vtt"));
+        // Read in chunks this file is not UTF-8; read whole it is Windows-1252.
+        std::fs::write(
+            &i,
+            b"1\r\n00:00:01,000 --> 00:00:02,000\r\nCaf\xE9 \x80 5\r\n",
+        )
+        .unwrap();
+        run(args(&i, &o)).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&o).unwrap(),
+            "WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nCafé € 5\n\n"
         );
         assert!(!dir.path().join("out.vtt.tmp").exists());
     }

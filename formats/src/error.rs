@@ -66,6 +66,8 @@ impl From<std::io::Error> for WriteError {
 /// A one-pass conversion failed: reading the input or writing the output.
 #[derive(Debug)]
 pub enum ConvertError {
+    /// Reading the input failed.
+    Input(std::io::Error),
     /// The input is not valid in its format.
     Read(ParseError),
     /// Writing the output failed.
@@ -75,6 +77,7 @@ pub enum ConvertError {
 impl std::fmt::Display for ConvertError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            ConvertError::Input(e) => write!(f, "reading subtitles failed: {e}"),
             ConvertError::Read(e) => e.fmt(f),
             ConvertError::Write(e) => e.fmt(f),
         }
@@ -84,6 +87,7 @@ impl std::fmt::Display for ConvertError {
 impl std::error::Error for ConvertError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
+            ConvertError::Input(e) => Some(e),
             ConvertError::Read(e) => Some(e),
             ConvertError::Write(e) => Some(e),
         }

@@ -161,6 +161,9 @@ pub enum Streamed {
     OutOfOrder,
     /// There is no one-pass conversion from this format to that one; nothing was written.
     Unsupported,
+    /// ([`convert_streaming_read`] only) The input is not UTF-8, so it has to be decoded as a
+    /// whole: discard what was written, read the input whole and use [`convert_streaming`].
+    NotUtf8,
 }
 
 /// Converts `input` from `from` to `to` in one pass, writing each cue as soon as it is read,
@@ -183,6 +186,40 @@ pub fn convert_streaming(
         (Format::Srt, Format::Srt) => srt::stream(srt::SrtBlocks::default(), input, opts, out),
         (Format::Srt, Format::WebVtt) => srt::stream(vtt::VttBlocks, input, opts, out),
         (Format::Srt, Format::Ass) => srt::stream(ass::AssBlocks, input, opts, out),
+        _ => Ok(Streamed::Unsupported),
+    }
+}
+
+/// [`convert_streaming`] reading from `input` a chunk at a time (64 KiB, more when one cue is
+/// longer), so that memory stays small whatever the size of the file. UTF-8 input only: other
+/// text gives [`Streamed::NotUtf8`]. Part of the output may have been written when it returns
+/// anything but [`Streamed::Written`] or [`Streamed::Unsupported`].
+pub fn convert_streaming_read(
+    from: Format,
+    to: Format,
+    input: &mut dyn std::io::Read,
+    opts: &WriteOptions,
+    out: &mut dyn Write,
+) -> Result<Streamed, ConvertError> {
+    convert_streaming_read_chunked(from, to, input, srt::CHUNK, opts, out)
+}
+
+/// [`convert_streaming_read`] with a chunk size of `chunk` bytes, for tests of the chunk edges.
+#[doc(hidden)]
+pub fn convert_streaming_read_chunked(
+    from: Format,
+    to: Format,
+    input: &mut dyn std::io::Read,
+    chunk: usize,
+    opts: &WriteOptions,
+    out: &mut dyn Write,
+) -> Result<Streamed, ConvertError> {
+    match (from, to) {
+        (Format::Srt, Format::Srt) => {
+            srt::stream_read(srt::SrtBlocks::default(), input, chunk, opts, out)
+        }
+        (Format::Srt, Format::WebVtt) => srt::stream_read(vtt::VttBlocks, input, chunk, opts, out),
+        (Format::Srt, Format::Ass) => srt::stream_read(ass::AssBlocks, input, chunk, opts, out),
         _ => Ok(Streamed::Unsupported),
     }
 }

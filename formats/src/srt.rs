@@ -6,7 +6,7 @@
 //! markup to most players. The writer only guarantees that no text line is blank (a blank line
 //! would end the block) and that times are valid.
 
-use std::io::Write;
+use std::io::{Read, Write};
 
 use cuecraft_engine::{Cue, Millis};
 use nom::bytes::complete::tag;
@@ -110,20 +110,176 @@ pub(crate) fn stream<F: TextBlocks>(
     out: &mut dyn Write,
 ) -> Result<Streamed, ConvertError> {
     let decoded = decode(input, Fallback::Windows1252);
-    let mut blocks = Blocks::new(&decoded.text, decoded.bom_len, &Limits::UNLIMITED);
-    let mut w = BlockWriter::new(&mut f, opts, out);
-    let mut last = (0, 0);
-    while let Some(b) = blocks.next_block().map_err(ConvertError::Read)? {
-        let span = times_in_units(Millis(b.start), Millis(b.end), opts.offset, F::UNIT_MS);
-        // The cue list would be sorted by these times before writing; in order, it stays as is.
-        if span < last {
-            return Ok(Streamed::OutOfOrder);
-        }
-        last = span;
-        w.push(span, &b.lines).map_err(ConvertError::Write)?;
+    let mut w = Streaming::new(&mut f, opts, out);
+    if !w.feed(&decoded.text, decoded.bom_len)? {
+        return Ok(Streamed::OutOfOrder);
     }
-    w.finish().map_err(ConvertError::Write)?;
-    Ok(Streamed::Written)
+    w.finish()
+}
+
+/// Bytes [`stream_read`] reads at a time: small enough to stay in the cache and to reuse the same
+/// memory pages, large enough that system calls cost nothing.
+pub(crate) const CHUNK: usize = 64 * 1024;
+
+/// Writes SRT read from `input`, `chunk` bytes at a time, in the text format `f` (see
+/// [`crate::convert_streaming_read`]). Each chunk ends where a cue starts after an empty line, so
+/// that reading the chunks one by one gives exactly the cues of the whole text: the cue before is
+/// complete there, and the line that starts the next one is read with the line after it. A cue
+/// longer than a chunk makes the chunk grow. Text that is not UTF-8 is decoded as a whole
+/// (Windows-1252), which chunks cannot do: [`Streamed::NotUtf8`].
+pub(crate) fn stream_read<F: TextBlocks>(
+    mut f: F,
+    input: &mut dyn Read,
+    chunk: usize,
+    opts: &WriteOptions,
+    out: &mut dyn Write,
+) -> Result<Streamed, ConvertError> {
+    // At least a byte-order mark's worth before the first look.
+    let chunk = chunk.max(4);
+    let mut w = Streaming::new(&mut f, opts, out);
+    let mut buf: Vec<u8> = Vec::with_capacity(chunk);
+    // Input offset of `buf[0]`, bytes wanted in `buf` before looking for a cut, end of input.
+    let (mut base, mut want, mut eof) = (0usize, chunk, false);
+    let mut first = true;
+    loop {
+        while buf.len() < want && !eof {
+            let room = want - buf.len();
+            let n = input
+                .take(room as u64)
+                .read_to_end(&mut buf)
+                .map_err(ConvertError::Input)?;
+            // `read_to_end` stops at the limit or at the end of the input.
+            eof = n < room;
+        }
+        if std::mem::take(&mut first) {
+            match encoding_rs::Encoding::for_bom(&buf) {
+                Some((enc, n)) if enc == encoding_rs::UTF_8 => {
+                    buf.drain(..n);
+                    base = n;
+                }
+                Some(_) => return Ok(Streamed::NotUtf8),
+                None => {}
+            }
+        }
+        let cut = if eof {
+            buf.len()
+        } else {
+            match safe_cut(&buf) {
+                Some(cut) => cut,
+                None => {
+                    want = buf.len().max(want) * 2;
+                    continue;
+                }
+            }
+        };
+        let Ok(text) = simdutf8::basic::from_utf8(&buf[..cut]) else {
+            return Ok(Streamed::NotUtf8);
+        };
+        match w.feed(text, base) {
+            Ok(true) => {}
+            Ok(false) => return Ok(Streamed::OutOfOrder),
+            Err(e) => {
+                // The error is the cue list's only if the whole input is UTF-8: otherwise the
+                // whole text is decoded as Windows-1252, which can move offsets and change the
+                // text an error message quotes.
+                buf.drain(..cut);
+                input.read_to_end(&mut buf).map_err(ConvertError::Input)?;
+                if simdutf8::basic::from_utf8(&buf).is_err() {
+                    return Ok(Streamed::NotUtf8);
+                }
+                return Err(e);
+            }
+        }
+        if eof {
+            return w.finish();
+        }
+        buf.drain(..cut);
+        base += cut;
+        want = chunk;
+    }
+}
+
+/// The last position in `buf` where a cue starts right after an empty line, with that line (and
+/// the line after it, when it is a counter) complete in `buf`: where a chunk can end.
+fn safe_cut(buf: &[u8]) -> Option<usize> {
+    let eol = |b: u8| b == b'\n' || b == b'\r';
+    let mut end = buf.len();
+    while let Some(i) = memchr::memrchr2(b'\n', b'\r', &buf[..end]) {
+        end = i;
+        let p = i + 1;
+        // `p` starts a line (a CR followed by LF does not end its line terminator), and the line
+        // before it is empty: another terminator ends where this one (`q`) begins.
+        if p >= buf.len() || (buf[i] == b'\r' && buf[p] == b'\n') {
+            continue;
+        }
+        let q = if buf[i] == b'\n' && i > 0 && buf[i - 1] == b'\r' {
+            i - 1
+        } else {
+            i
+        };
+        if q == 0 || !eol(buf[q - 1]) {
+            continue;
+        }
+        // The line at `p` and the one after it, each only if complete.
+        let Some(e1) = memchr::memchr2(b'\n', b'\r', &buf[p..]) else {
+            continue;
+        };
+        let second = p + e1 + 1;
+        let window_end = match buf
+            .get(second..)
+            .and_then(|r| memchr::memchr2(b'\n', b'\r', r))
+        {
+            Some(e2) => second + e2 + 1,
+            None => second,
+        };
+        let Ok(window) = simdutf8::basic::from_utf8(&buf[p..window_end]) else {
+            continue;
+        };
+        if let Some(at) = line_at(window, 0) {
+            if matches!(block_start(window, at), Some(Ok(_))) {
+                return Some(p);
+            }
+        }
+    }
+    None
+}
+
+/// The cues of one conversion, written as they come while they stay in order.
+struct Streaming<'a, F: TextBlocks> {
+    w: BlockWriter<'a, F>,
+    offset: Millis,
+    /// The written times of the last cue.
+    last: (u64, u64),
+}
+
+impl<'a, F: TextBlocks> Streaming<'a, F> {
+    fn new(f: &'a mut F, opts: &WriteOptions, out: &'a mut dyn Write) -> Self {
+        Streaming {
+            w: BlockWriter::new(f, opts, out),
+            offset: opts.offset,
+            last: (0, 0),
+        }
+    }
+
+    /// Writes the cues of `text` (which starts `base` bytes into the input); `false` when a cue
+    /// comes before the one written last (the cue list would be sorted before writing).
+    fn feed(&mut self, text: &str, base: usize) -> Result<bool, ConvertError> {
+        let mut blocks = Blocks::new(text, base, &Limits::UNLIMITED);
+        while let Some(b) = blocks.next_block().map_err(ConvertError::Read)? {
+            let span = times_in_units(Millis(b.start), Millis(b.end), self.offset, F::UNIT_MS);
+            if span < self.last {
+                return Ok(false);
+            }
+            self.last = span;
+            self.w.push(span, &b.lines).map_err(ConvertError::Write)?;
+        }
+        Ok(true)
+    }
+
+    fn finish(self) -> Result<Streamed, ConvertError> {
+        self.w.finish().map_err(ConvertError::Write)?;
+        Ok(Streamed::Written)
+    }
 }
 
 /// One cue as an SRT file holds it, its text borrowed from the file.

@@ -7,7 +7,8 @@ mod common;
 use common::fixtures;
 use cuecraft_engine::Millis;
 use cuecraft_formats::{
-    convert_streaming, parse, to_vec, ConvertError, Format, Streamed, WriteOptions,
+    convert_streaming, convert_streaming_read_chunked, parse, to_vec, ConvertError, Format,
+    Streamed, WriteOptions,
 };
 use proptest::prelude::*;
 
@@ -20,27 +21,69 @@ fn through_cues(to: Format, input: &[u8], opts: &WriteOptions) -> Result<Vec<u8>
     Ok(to_vec(to, &cues, opts).expect("writing to memory"))
 }
 
-fn streamed(to: Format, input: &[u8], opts: &WriteOptions) -> (Result<Streamed, String>, Vec<u8>) {
+/// The one-pass conversion from memory (`chunk` = None) or read `chunk` bytes at a time.
+fn streamed_in(
+    to: Format,
+    input: &[u8],
+    opts: &WriteOptions,
+    chunk: Option<usize>,
+) -> (Result<Streamed, String>, Vec<u8>) {
     let mut out = Vec::new();
-    let r = convert_streaming(Format::Srt, to, input, opts, &mut out).map_err(|e| match e {
+    let r = match chunk {
+        None => convert_streaming(Format::Srt, to, input, opts, &mut out),
+        Some(n) => {
+            convert_streaming_read_chunked(Format::Srt, to, &mut &input[..], n, opts, &mut out)
+        }
+    };
+    let r = r.map_err(|e| match e {
         ConvertError::Read(e) => e.to_string(),
-        ConvertError::Write(e) => panic!("writing to memory failed: {e}"),
+        other => panic!("reading or writing memory failed: {other}"),
     });
     (r, out)
 }
 
-/// The streamed result equals the cue-list result, or says honestly that it could not stream.
+fn streamed(to: Format, input: &[u8], opts: &WriteOptions) -> (Result<Streamed, String>, Vec<u8>) {
+    streamed_in(to, input, opts, None)
+}
+
+/// Chunk sizes that put chunk edges everywhere (1 byte) and in realistic places.
+const CHUNKS: [usize; 6] = [1, 2, 7, 33, 200, 64 * 1024];
+
+/// The streamed result equals the cue-list result, or says honestly that it could not stream:
+/// from memory, and read in chunks of every size in [`CHUNKS`] (which may also say the input is
+/// not UTF-8, and only then).
 fn assert_same(to: Format, input: &[u8], opts: &WriteOptions) -> Streamed {
+    let whole = assert_same_in(to, input, opts, None);
+    let body = input.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(input);
+    for n in CHUNKS {
+        let r = assert_same_in(to, input, opts, Some(n));
+        if r == Streamed::NotUtf8 {
+            assert!(
+                std::str::from_utf8(body).is_err(),
+                "{to:?}: UTF-8 input refused in chunks of {n}"
+            );
+        } else {
+            assert_eq!(
+                r, whole,
+                "{to:?}: chunks of {n} disagree with the whole input"
+            );
+        }
+    }
+    whole
+}
+
+fn assert_same_in(to: Format, input: &[u8], opts: &WriteOptions, chunk: Option<usize>) -> Streamed {
     let expected = through_cues(to, input, opts);
-    let (r, out) = streamed(to, input, opts);
+    let (r, out) = streamed_in(to, input, opts, chunk);
     match (&r, &expected) {
+        (Ok(Streamed::NotUtf8), _) if chunk.is_some() => {}
         (Ok(Streamed::Written), Ok(bytes)) => assert!(
             &out == bytes,
-            "{to:?}: streamed bytes differ\n{}\n---\n{}",
+            "{to:?} (chunk {chunk:?}): streamed bytes differ\n{}\n---\n{}",
             String::from_utf8_lossy(&out),
             String::from_utf8_lossy(bytes)
         ),
-        (Err(a), Err(b)) => assert_eq!(a, b, "{to:?}: different errors"),
+        (Err(a), Err(b)) => assert_eq!(a, b, "{to:?} (chunk {chunk:?}): different errors"),
         (Ok(Streamed::OutOfOrder), Ok(_)) => {
             // Only when the cue list would really be reordered by the writer.
             let cues = parse(Format::Srt, input).unwrap();
@@ -60,7 +103,7 @@ fn assert_same(to: Format, input: &[u8], opts: &WriteOptions) -> Streamed {
         }
         // A parse error found after an out-of-order pair: the cue-list path reports it.
         (Ok(Streamed::OutOfOrder), Err(_)) => {}
-        _ => panic!("{to:?}: streamed {r:?}, cue list {expected:?}"),
+        _ => panic!("{to:?} (chunk {chunk:?}): streamed {r:?}, cue list {expected:?}"),
     }
     r.unwrap_or(Streamed::Written)
 }
@@ -105,6 +148,44 @@ fn real_world_srt_files_stream_like_the_cue_list() {
         "the real-world SRT inputs are in {}",
         dir.display()
     );
+}
+
+#[test]
+fn chunked_reading_takes_utf8_with_or_without_bom_and_hands_back_other_encodings() {
+    let srt = "1\r\n00:00:01,000 --> 00:00:02,000\r\ncafé\r\n\r\n2\r\n00:00:03,000 --> 00:00:04,000\r\nthé\r\n";
+    let bom = [b"\xEF\xBB\xBF".as_slice(), srt.as_bytes()].concat();
+    for input in [srt.as_bytes(), &bom] {
+        for n in CHUNKS {
+            let (r, out) = streamed_in(Format::WebVtt, input, &WriteOptions::default(), Some(n));
+            assert_eq!(r, Ok(Streamed::Written), "chunks of {n}");
+            assert_eq!(
+                out,
+                through_cues(Format::WebVtt, input, &WriteOptions::default()).unwrap()
+            );
+        }
+    }
+    // A read error's offset counts the BOM, as the cue-list path does.
+    let bad = [
+        b"\xEF\xBB\xBF".as_slice(),
+        b"1\n00:00:01,000 --> 00:00:02,000\na\n\n00:61:00,000 --> 00:62:00,000\nb\n",
+    ]
+    .concat();
+    assert!(through_cues(Format::Srt, &bad, &WriteOptions::default())
+        .unwrap_err()
+        .contains("byte 38:"));
+    assert_same(Format::Srt, &bad, &WriteOptions::default());
+    // Windows-1252 and UTF-16 text is decoded as a whole: the chunked reader says so.
+    let legacy = b"1\n00:00:01,000 --> 00:00:02,000\ncaf\xE9\n";
+    let utf16 = b"\xFF\xFE1\x00\n\x00";
+    for input in [&legacy[..], &utf16[..]] {
+        let (r, _) = streamed_in(
+            Format::Srt,
+            input,
+            &WriteOptions::default(),
+            Some(64 * 1024),
+        );
+        assert_eq!(r, Ok(Streamed::NotUtf8));
+    }
 }
 
 #[test]
