@@ -17,8 +17,8 @@ use nom::character::complete::char;
 use nom::Parser;
 
 use crate::common::{
-    any_of3, check_limits, decode, digits, for_each_visible_line, is_blank, push_u64, shorten,
-    write_blocks, Fallback, Limits, Lines, TextBlocks,
+    any_of3, check_limits, decode, digits, for_each_visible_line, is_blank, pair, push_u64,
+    shorten, write_blocks, Fallback, Limits, Lines, TextBlocks,
 };
 use crate::{Format, ParseError, WriteError, WriteOptions};
 
@@ -101,25 +101,17 @@ fn push_header_value(b: &mut Vec<u8>, v: &str) {
 #[inline]
 fn push_time(b: &mut Vec<u8>, cs: u64) {
     let hours = cs / 360_000;
-    let rem = cs % 360_000;
+    let rem = (cs % 360_000) as u32;
     let (m, s, c) = (rem / 6_000, rem / 100 % 60, rem % 100);
-    let d = |v: u64| b'0' + v as u8;
     if hours < 10 {
-        b.push(d(hours));
+        b.push(b'0' + hours as u8);
     } else {
         push_u64(b, hours);
     }
-    b.extend_from_slice(&[
-        b':',
-        d(m / 10),
-        d(m % 10),
-        b':',
-        d(s / 10),
-        d(s % 10),
-        b'.',
-        d(c / 10),
-        d(c % 10),
-    ]);
+    let [m1, m2] = pair(m);
+    let [s1, s2] = pair(s);
+    let [c1, c2] = pair(c);
+    b.extend_from_slice(&[b':', m1, m2, b':', s1, s2, b'.', c1, c2]);
 }
 
 /// Appends one display line with braces escaped and backslashes protected (see the module docs).

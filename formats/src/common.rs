@@ -304,29 +304,49 @@ pub(crate) fn push_u64(buf: &mut Vec<u8>, mut v: u64) {
     buf.extend_from_slice(&tmp[i..]);
 }
 
+/// The two ASCII digits of every number below 100: `PAIRS[2 * n..2 * n + 2]`.
+const PAIRS: &[u8; 200] = b"\
+0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+
+/// The two digits of `n < 100`.
+#[inline(always)]
+pub(crate) fn pair(n: u32) -> [u8; 2] {
+    let i = 2 * (n as usize % 100);
+    [PAIRS[i], PAIRS[i + 1]]
+}
+
 /// Appends `ms` as `HH:MM:SS<sep>mmm`: hours at least two digits and as many as needed beyond.
+/// Every writer formats two times per cue, so the digits come from a table of pairs instead of a
+/// division per digit.
 #[inline]
 pub(crate) fn push_hhmmss_ms(buf: &mut Vec<u8>, ms: u64, sep: u8) {
     let hours = ms / 3_600_000;
-    let rem = ms % 3_600_000;
+    // Below 3,600,000: fits u32, whose divisions by constants are cheaper.
+    let rem = (ms % 3_600_000) as u32;
     let (m, s, f) = (rem / 60_000, rem / 1000 % 60, rem % 1000);
-    let d = |v: u64| b'0' + v as u8;
     if hours >= 100 {
         push_u64(buf, hours);
     } else {
-        buf.extend_from_slice(&[d(hours / 10), d(hours % 10)]);
+        buf.extend_from_slice(&pair(hours as u32));
     }
+    let [m1, m2] = pair(m);
+    let [s1, s2] = pair(s);
+    let [f2, f3] = pair(f % 100);
     buf.extend_from_slice(&[
         b':',
-        d(m / 10),
-        d(m % 10),
+        m1,
+        m2,
         b':',
-        d(s / 10),
-        d(s % 10),
+        s1,
+        s2,
         sep,
-        d(f / 100),
-        d(f / 10 % 10),
-        d(f % 10),
+        b'0' + (f / 100) as u8,
+        f2,
+        f3,
     ]);
 }
 
@@ -656,6 +676,20 @@ mod tests {
         b.push(b' ');
         push_hhmmss_ms(&mut b, 101 * 3_600_000 + 5, b'.');
         assert_eq!(b, b"01:02:03,456 101:00:00.005");
+        // Against format! over every millisecond of a minute and hours from 0 to past 100.
+        let values = (0..60_000u64).chain((0..2_000).map(|k| k * 3_600_017 + k * 7));
+        for ms in values {
+            let mut b = Vec::new();
+            push_hhmmss_ms(&mut b, ms, b',');
+            let (h, rem) = (ms / 3_600_000, ms % 3_600_000);
+            let expected = format!(
+                "{h:02}:{:02}:{:02},{:03}",
+                rem / 60_000,
+                rem / 1000 % 60,
+                rem % 1000
+            );
+            assert_eq!(String::from_utf8(b).unwrap(), expected);
+        }
     }
 
     #[test]
