@@ -1,7 +1,7 @@
 //! `cuecraft convert`: read a subtitle file in any supported format, optionally re-lay it out with
 //! the engine's settings, and write it in another format without ever leaving a partial output file.
 
-use std::io::Write;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
@@ -180,16 +180,15 @@ fn flag_name(field: &str) -> String {
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let input_name = args.input.to_string_lossy();
-    // Standard input is read whole. A file is only looked at first (its format shows in its first
-    // bytes): a one-pass conversion reads it a chunk at a time.
-    let mut input = if args.input.as_os_str() == "-" {
-        Some(read_input(&args.input)?)
-    } else {
-        None
-    };
-    let head = match &input {
-        Some(bytes) => bytes[..bytes.len().min(HEAD)].to_vec(),
-        None => read_head(&args.input)?,
+    // Standard input, pipes and other special files are read whole, once. A regular file is only
+    // looked at first (its format shows in its first bytes): a one-pass conversion reads it a
+    // chunk at a time, from the start again.
+    let mut input = open_input(&args.input)?;
+    let head = match &mut input {
+        Input::Bytes(bytes) => bytes[..bytes.len().min(HEAD)].to_vec(),
+        Input::File(file) => {
+            read_head(file).with_context(|| format!("cannot read {input_name}"))?
+        }
     };
     let from = match &args.from {
         Some(name) => parse_format(name, "--from")?,
@@ -247,24 +246,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             input_name: &input_name,
             output: &args.output,
         };
-        let mut done = match &input {
-            Some(bytes) => pass.run(Source::Bytes(bytes))?,
-            None => pass.run(Source::File(&args.input))?,
-        };
+        let mut done = pass.run(&mut input)?;
         if done == Streamed::NotUtf8 {
             // A legacy code page (Windows-1252) is decoded as a whole.
-            let bytes = read_input(&args.input)?;
-            done = pass.run(Source::Bytes(&bytes))?;
-            input = Some(bytes);
+            input = Input::Bytes(input.read_all(&input_name)?);
+            done = pass.run(&mut input)?;
         }
         if done == Streamed::Written {
             return Ok(());
         }
     }
-    let input = match input {
-        Some(bytes) => bytes,
-        None => read_input(&args.input)?,
-    };
+    let input = input.read_all(&input_name)?;
     let mut cues = cuecraft_formats::parse(from, &input)
         .with_context(|| format!("cannot read {input_name} as {}", from.extension()))?;
     let max_chars = match &settings {
@@ -300,22 +292,56 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 /// Bytes of a file enough to tell its format (what `cuecraft_formats::detect` looks at).
 const HEAD: usize = 8192;
 
-/// The first [`HEAD`] bytes of the file at `path` (fewer if it is shorter).
-fn read_head(path: &Path) -> anyhow::Result<Vec<u8>> {
-    let file =
-        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let mut head = Vec::with_capacity(HEAD);
-    std::io::Read::read_to_end(&mut std::io::Read::take(file, HEAD as u64), &mut head)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(head)
+/// What `cuecraft convert` reads.
+enum Input {
+    /// Read whole already (standard input, a pipe, any file that is not a regular one).
+    Bytes(Vec<u8>),
+    /// A regular file, which can be read again from its start.
+    File(std::fs::File),
 }
 
-/// Where a one-pass conversion reads from.
-enum Source<'a> {
-    /// A file, read a chunk at a time.
-    File(&'a Path),
-    /// Input already in memory, in any encoding.
-    Bytes(&'a [u8]),
+impl Input {
+    /// The bytes, read whole.
+    fn read_all(self, name: &str) -> anyhow::Result<Vec<u8>> {
+        match self {
+            Input::Bytes(bytes) => Ok(bytes),
+            Input::File(mut file) => {
+                let mut bytes = Vec::new();
+                file.seek(SeekFrom::Start(0))
+                    .and_then(|_| file.read_to_end(&mut bytes))
+                    .with_context(|| format!("cannot read {name}"))?;
+                Ok(bytes)
+            }
+        }
+    }
+}
+
+/// Opens what `cuecraft convert` reads (`-` is standard input).
+fn open_input(path: &Path) -> anyhow::Result<Input> {
+    if path.as_os_str() == "-" {
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .lock()
+            .read_to_end(&mut bytes)
+            .context("cannot read standard input")?;
+        return Ok(Input::Bytes(bytes));
+    }
+    let mut file =
+        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    if file.metadata().is_ok_and(|m| m.is_file()) {
+        return Ok(Input::File(file));
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(Input::Bytes(bytes))
+}
+
+/// The first [`HEAD`] bytes of `file` (fewer if it is shorter).
+fn read_head(file: &mut std::fs::File) -> std::io::Result<Vec<u8>> {
+    let mut head = Vec::with_capacity(HEAD);
+    file.take(HEAD as u64).read_to_end(&mut head)?;
+    Ok(head)
 }
 
 /// A one-pass conversion into a file (see `cuecraft_formats::convert_streaming`).
@@ -331,18 +357,18 @@ impl OnePass<'_> {
     /// Converts `source` into the output file through its temporary file. Anything but
     /// [`Streamed::Written`] leaves no file behind and asks for another way (the whole input for
     /// [`Streamed::NotUtf8`], the cue list otherwise); errors are final.
-    fn run(&self, source: Source<'_>) -> anyhow::Result<Streamed> {
+    fn run(&self, input: &mut Input) -> anyhow::Result<Streamed> {
         let mut outcome = Streamed::Written;
         let written = write_output(self.output, |out| {
-            let r = match source {
-                Source::Bytes(bytes) => {
+            let r = match input {
+                Input::Bytes(bytes) => {
                     cuecraft_formats::convert_streaming(self.from, self.to, bytes, &self.opts, out)
                 }
-                Source::File(path) => {
-                    let mut file = std::fs::File::open(path)
-                        .with_context(|| format!("cannot read {}", path.display()))?;
+                Input::File(file) => {
+                    file.seek(SeekFrom::Start(0))
+                        .with_context(|| format!("cannot read {}", self.input_name))?;
                     cuecraft_formats::convert_streaming_read(
-                        self.from, self.to, &mut file, &self.opts, out,
+                        self.from, self.to, file, &self.opts, out,
                     )
                 }
             };
@@ -376,16 +402,6 @@ impl OnePass<'_> {
 fn parse_format(name: &str, flag: &str) -> anyhow::Result<Format> {
     Format::from_name(name)
         .with_context(|| format!("{flag} {name:?}: expected srt, vtt, ttml, ass or stl"))
-}
-
-fn read_input(path: &Path) -> anyhow::Result<Vec<u8>> {
-    if path.as_os_str() == "-" {
-        let mut buf = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut buf)
-            .context("cannot read standard input")?;
-        return Ok(buf);
-    }
-    std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
 }
 
 /// Writes through `write` into `OUT.tmp` next to `OUT` and renames it into place only when
@@ -570,6 +586,34 @@ mod tests {
             "WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nearlier\n\n00:00:05.000 --> 00:00:06.000\nlater\n\n"
         );
         assert!(!dir.path().join("out.vtt.tmp").exists());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_pipe_is_read_once() {
+        // `cuecraft convert <(cat in.srt) -o out.vtt`: the input cannot be read twice.
+        let dir = tempfile::tempdir().unwrap();
+        let (fifo, o) = (dir.path().join("in.srt"), dir.path().join("out.vtt"));
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::write(fifo, SRT).unwrap())
+        };
+        run(args(&fifo, &o)).unwrap();
+        writer.join().unwrap();
+        let cues = cuecraft_formats::parse(Format::WebVtt, &std::fs::read(&o).unwrap()).unwrap();
+        assert_eq!(cues.len(), 2);
+        assert_eq!(
+            cues[1].lines,
+            vec![
+                "This second cue has a rather long line of text",
+                "and another one."
+            ]
+        );
     }
 
     #[test]
