@@ -312,10 +312,11 @@ const PAIRS: &[u8; 200] = b"\
 6061626364656667686970717273747576777879\
 8081828384858687888990919293949596979899";
 
-/// The two digits of `n < 100`.
+/// The two digits of `n < 100` (99 for anything larger: callers pass values below 100, and a
+/// comparison is cheaper than the division a `% 100` would cost).
 #[inline(always)]
 pub(crate) fn pair(n: u32) -> [u8; 2] {
-    let i = 2 * (n as usize % 100);
+    let i = 2 * n.min(99) as usize;
     [PAIRS[i], PAIRS[i + 1]]
 }
 
