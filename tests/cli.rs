@@ -1,0 +1,172 @@
+//! `cuecraft convert` as users run it: the real binary on real files, standard input and output,
+//! checked against what the formats library writes for the same cues.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use cuecraft_engine::{Cue, Millis};
+use cuecraft_formats::{parse, to_vec, Format, WriteOptions};
+
+use crate::common::BIN;
+
+/// `n` cues 1.5 s apart with one or two lines of mixed-script text: over 64 KiB of SRT for a few
+/// thousand cues, so the one-pass conversion reads several chunks.
+fn cues(n: usize) -> Vec<Cue> {
+    let words = [
+        "Zürich",
+        "東京",
+        "café & <b>",
+        "naïve",
+        "שלום",
+        "okay",
+        "{\\an8}",
+        "forty-two",
+    ];
+    (0..n)
+        .map(|i| {
+            let start = i as i64 * 1_500;
+            let mut lines = vec![format!("{} cue {i} {}", words[i % 8], words[(i + 3) % 8])];
+            if i % 3 == 0 {
+                lines.push(format!("second line {}", words[(i + 5) % 8]));
+            }
+            Cue::from_lines(0, Millis(start), Millis(start + 1_200), lines)
+        })
+        .collect()
+}
+
+/// What the library writes in `to` for the cues it reads from `srt`.
+fn library(to: Format, srt: &[u8]) -> Vec<u8> {
+    to_vec(
+        to,
+        &parse(Format::Srt, srt).unwrap(),
+        &WriteOptions::default(),
+    )
+    .unwrap()
+}
+
+fn convert(args: &[&str]) -> std::process::Output {
+    Command::new(BIN)
+        .arg("convert")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn convert_writes_the_library_bytes_for_a_large_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let srt = to_vec(Format::Srt, &cues(4_000), &WriteOptions::default()).unwrap();
+    assert!(srt.len() > 4 * 64 * 1024);
+    let input = dir.path().join("in.srt");
+    std::fs::write(&input, &srt).unwrap();
+    for (ext, format) in [
+        ("vtt", Format::WebVtt),
+        ("ass", Format::Ass),
+        ("srt", Format::Srt),
+    ] {
+        let out = dir.path().join(format!("out.{ext}"));
+        let run = convert(&[
+            input.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--title",
+            "",
+        ]);
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        assert!(
+            std::fs::read(&out).unwrap() == library(format, &srt),
+            "{ext}: differs from the library's output"
+        );
+    }
+    // Through the cue list (EBU-STL cannot be written a cue at a time): every cue arrives.
+    let stl = dir.path().join("out.stl");
+    let run = convert(&[input.to_str().unwrap(), "-o", stl.to_str().unwrap()]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert_eq!(
+        parse(Format::EbuStl, &std::fs::read(&stl).unwrap())
+            .unwrap()
+            .len(),
+        4_000
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+}
+
+#[test]
+fn cues_out_of_order_deep_in_a_file_are_sorted() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut list = cues(3_000);
+    // Past the first chunk, two cues trade places: the one-pass conversion has written a lot by
+    // the time it notices, and must start over through the cue list.
+    list.swap(2_500, 2_501);
+    let srt = to_vec(Format::Srt, &list, &WriteOptions::default()).unwrap();
+    let srt = String::from_utf8(srt).unwrap();
+    // The writer sorted them: swap the two blocks back in the file itself.
+    let blocks: Vec<&str> = srt.split("\r\n\r\n").collect();
+    let mut shuffled = blocks.clone();
+    shuffled.swap(2_500, 2_501);
+    let shuffled = shuffled.join("\r\n\r\n");
+    assert_ne!(shuffled, srt);
+    let (input, out) = (dir.path().join("in.srt"), dir.path().join("out.vtt"));
+    std::fs::write(&input, &shuffled).unwrap();
+    let run = convert(&[input.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let written = parse(Format::WebVtt, &std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(written.len(), 3_000);
+    assert!(written.windows(2).all(|w| w[0].start <= w[1].start));
+    assert!(!dir.path().join("out.vtt.tmp").exists());
+}
+
+#[test]
+fn convert_reads_standard_input_and_writes_standard_output() {
+    let srt = to_vec(Format::Srt, &cues(500), &WriteOptions::default()).unwrap();
+    let mut child = Command::new(BIN)
+        .args(["convert", "-", "-o", "-", "--from", "srt", "--to", "vtt"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feed = {
+        let srt = srt.clone();
+        std::thread::spawn(move || stdin.write_all(&srt).unwrap())
+    };
+    let out = child.wait_with_output().unwrap();
+    feed.join().unwrap();
+    assert!(out.status.success());
+    assert!(out.stdout == library(Format::WebVtt, &srt));
+}
+
+#[test]
+fn a_bad_file_fails_with_where_and_why_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut srt = to_vec(Format::Srt, &cues(3_000), &WriteOptions::default()).unwrap();
+    // A malformed timing line near the end, after several chunks were written.
+    srt.extend_from_slice(b"3001\r\n00:61:00,000 --> 00:62:00,000\r\nbroken\r\n\r\n");
+    let (input, out) = (dir.path().join("in.srt"), dir.path().join("out.vtt"));
+    std::fs::write(&input, &srt).unwrap();
+    let run = convert(&[input.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert!(!run.status.success());
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("cannot read") && stderr.contains("minutes 61"),
+        "{stderr}"
+    );
+    assert!(!out.exists() && !dir.path().join("out.vtt.tmp").exists());
+}
