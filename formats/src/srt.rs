@@ -386,7 +386,16 @@ impl<'a, 'l> Blocks<'a, 'l> {
             let finished = self.open.take();
             let mut lines = std::mem::take(&mut self.done.lines);
             lines.clear();
-            while let Some(at) = line_at(text, self.pos) {
+            loop {
+                // The empty line that usually ends a cue, taken without searching for its end.
+                let rest = &text.as_bytes()[self.pos..];
+                if let [b'\r' | b'\n', ..] = rest {
+                    self.pos += if rest.starts_with(b"\r\n") { 2 } else { 1 };
+                    break;
+                }
+                let Some(at) = line_at(text, self.pos) else {
+                    break;
+                };
                 let (_, l, next) = at;
                 if is_blank(l) {
                     // Blank lines between cues are skipped anyway: this one need not be read again.
