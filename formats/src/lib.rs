@@ -150,7 +150,7 @@ pub fn parse(format: Format, input: &[u8]) -> Result<Vec<Cue>, ParseError> {
     }
 }
 
-/// What [`convert_streaming`] did.
+/// What a one-pass conversion ([`convert_streaming`], [`convert_streaming_read`]) did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Streamed {
     /// The whole file was written: byte for byte what [`parse`] then [`write`] give.
