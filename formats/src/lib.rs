@@ -153,11 +153,11 @@ pub fn parse(format: Format, input: &[u8]) -> Result<Vec<Cue>, ParseError> {
 /// What a one-pass conversion ([`convert_streaming`], [`convert_streaming_read`]) did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Streamed {
-    /// The whole file was written: byte for byte what [`parse`] then [`write`] give.
+    /// The whole file was written: byte for byte what [`parse`] then [`write()`] give.
     Written,
     /// The input's cues are not in the order the output file holds them (writers sort cues by
     /// their written times), so they cannot be written as they are read. Part of the output may
-    /// have been written: discard it and convert through the cue list ([`parse`], then [`write`]).
+    /// have been written: discard it and convert through the cue list ([`parse`], then [`write()`]).
     OutOfOrder,
     /// There is no one-pass conversion from this format to that one; nothing was written.
     Unsupported,
@@ -168,13 +168,13 @@ pub enum Streamed {
 
 /// Converts `input` from `from` to `to` in one pass, writing each cue as soon as it is read,
 /// without building the cue list: the output is byte-identical to [`parse`] followed by
-/// [`write`], in a fraction of the time and memory. Available from SRT to SRT, WebVTT and ASS
+/// [`write()`], in a fraction of the time and memory. Available from SRT to SRT, WebVTT and ASS
 /// (the formats most converted, and writers that need nothing but the cue in hand); other pairs
 /// return [`Streamed::Unsupported`].
 ///
 /// On an error or [`Streamed::OutOfOrder`] part of the output may have been written already; a
 /// caller that must not leave a partial file writes to a temporary one (as `cuecraft convert`
-/// does). The error is the one [`parse`] or [`write`] would return.
+/// does). The error is the one [`parse`] or [`write()`] would return.
 pub fn convert_streaming(
     from: Format,
     to: Format,
