@@ -59,6 +59,11 @@ fn hard_before(p: &Params, units: &[Unit], u: usize) -> bool {
 pub struct SegScratch {
     best: Vec<i64>,
     back: Vec<u32>,
+    /// `fit_start[e]`: the first unit of the longest line ending before unit `e` (see
+    /// [`fast_walk`]).
+    fit_start: Vec<u32>,
+    /// The fast walk's lower bounds (see [`fast_walk`]).
+    lower: Vec<(i64, u32)>,
     sums: Sums,
 }
 
@@ -77,6 +82,8 @@ pub fn segment(
         scratch.best.resize(n, 0);
         scratch.back.clear();
         scratch.back.resize(n, 0);
+        scratch.fit_start.clear();
+        scratch.fit_start.resize(n, 0);
         // Prefix sums of graphemes and separators (the length of units [a, b) on one line is
         // `len[b] - len[a] - sep(a)`) and of manual line breaks, so a two-line cue is scored in
         // O(1) per break position.
@@ -84,6 +91,7 @@ pub fn segment(
         sums.len.clear();
         sums.line_after.clear();
         sums.line_cost.clear();
+        sums.all_fit = true;
         let (mut t, mut l) = (0u64, 0u32);
         sums.len.push(0);
         sums.line_after.push(0);
@@ -93,6 +101,7 @@ pub fn segment(
             sums.len.push(t);
             sums.line_after.push(l);
             sums.line_cost.push(super::lines::line_break_cost(p, u));
+            sums.all_fit &= u.g <= p.max_chars;
         }
     }
     let mut a = base;
@@ -102,8 +111,14 @@ pub fn segment(
             b += 1;
         }
         if p.smart {
-            let SegScratch { best, back, sums } = scratch;
-            smart_run(p, units, sums, (a, b), best, back, cues);
+            let SegScratch {
+                best,
+                back,
+                fit_start,
+                lower,
+                sums,
+            } = scratch;
+            smart_run(p, units, sums, (a, b), best, back, fit_start, lower, cues);
         } else {
             greedy_run(p, units, a, b, cues);
         }
@@ -140,6 +155,8 @@ struct Sums {
     line_after: Vec<u32>,
     /// Cost of a line break after each unit.
     line_cost: Vec<i64>,
+    /// Every unit fits a line on its own.
+    all_fit: bool,
 }
 
 impl Sums {
@@ -195,112 +212,212 @@ fn break_cost(p: &Params, units: &[Unit], u: usize) -> i64 {
     c
 }
 
-#[allow(clippy::too_many_arguments)]
-fn smart_run(
+/// What the cost of a cue `[i, j)` needs of its end `j`, worked out once per end.
+struct End<'a> {
+    j: usize,
+    last: &'a Unit,
+    /// `...` after the cue.
+    suffix: u32,
+    /// Cost of the break after the cue (0 at the run's end).
+    brk: i64,
+    /// How far the cue may run on: up to the next cue minus the frame gap.
+    room_end: i64,
+    max_dur: i64,
+    /// The cue ends inside a sentence that the next cue (same speaker) carries on.
+    open_end: bool,
+    /// The run `[a, b)`.
+    a: usize,
+    b: usize,
+    /// The first break position after which the last line `[r + 1, j)` fits (see
+    /// [`two_line_cost`]).
+    first_r: usize,
+}
+
+/// What the backward walk knows of a candidate start `i` of the cue ending at `End::j`.
+struct Cand {
+    i: usize,
+    /// Lines the cue takes (decorations included).
+    lines: u32,
+    /// Two speakers, one line each.
+    dialogue: bool,
+    /// The longest silence between two of the cue's units (0 when none).
+    max_gap: i64,
+    /// A sentence ends inside the cue (before its last unit).
+    inner_end: bool,
+    /// Graphemes of units `[i, j)` on one line.
+    chars: i64,
+    /// `...` before the cue.
+    prefix: u32,
+}
+
+/// The cost of the cue `[c.i, e.j)` added to `best[c.i]`, or `None` once it is known to be at
+/// least `best_cost` (every term is >= 0, so the terms are added cheapest first and the candidate
+/// dropped as soon as it loses).
+#[inline(always)]
+fn cue_cost(
     p: &Params,
     units: &[Unit],
     sums: &Sums,
-    (a, b): (usize, usize),
-    best: &mut [i64],
-    back: &mut [u32],
-    cues: &mut Vec<(usize, usize)>,
-) {
-    best[a] = 0;
-    let run_len = b - a;
-    let max_dur = p.max_dur.unwrap_or(i64::MAX);
-    for j in a + 1..=b {
-        let last = &units[j - 1];
-        let suffix = suf(p, units, j);
-        let brk = if j == b {
-            0
+    best: &[i64],
+    e: &End<'_>,
+    c: &Cand,
+    best_cost: i64,
+) -> Option<i64> {
+    let (i, j) = (c.i, e.j);
+    let u = &units[i];
+    let single = i == j - 1;
+    let mut cost = best[i] + CUE_COST + e.brk + (c.lines as i64 - 1) * p.line_cost;
+    if single && e.b - e.a > 1 {
+        let whole =
+            (i == 0 || units[i - 1].has(SENT_END) || i == e.a) && (u.has(SENT_END) || j == e.b);
+        cost += if whole {
+            SENTENCE_ORPHAN_COST.min(p.orphan_cost)
         } else {
-            break_cost(p, units, j - 1)
+            p.orphan_cost
         };
-        // How far the cue may run on: up to the next cue minus the frame gap.
-        let room_end = if j < units.len() {
-            units[j].start - p.gap_ms
-        } else {
-            last.end + 60_000
-        };
-        // The first break position after which the last line [r + 1, j) fits.
-        let mut first_r = j - 1;
-        while first_r > a && sums.line(units, first_r, j) + suffix as i64 <= p.max_chars as i64 {
-            first_r -= 1;
+    }
+    cost += pause_cost(p, c.max_gap);
+    if c.inner_end {
+        if e.open_end {
+            cost += TAIL_COST;
         }
-        let mut fit = BackFit {
-            lines: 1,
-            cur: last.g + suffix,
-            dialogue: false,
-            a_len: 0,
-        };
-        let mut chars: i64 = last.g as i64;
-        let mut max_gap: i64 = 0;
-        // Whether a sentence ends inside the cue (before its last unit).
-        let mut inner_end = false;
-        let open_end = j < b && !last.has(SENT_END) && units[j].speaker == last.speaker;
-        let mut best_cost = i64::MAX;
-        let mut best_i = j - 1;
-        // `j - i > max_words` as a bound on `i`.
-        let i_lim = j.saturating_sub(p.max_words as usize);
-        let mut i = j - 1;
-        loop {
-            let u = &units[i];
-            if i < j - 1 {
-                // Add unit i in front of unit i + 1.
-                let nx = &units[i + 1];
-                let sep = nx.sep as u32;
-                let gap = nx.start - u.end;
-                if gap > max_gap {
-                    max_gap = gap;
-                }
-                if u.has(SENT_END) {
-                    inner_end = true;
-                }
-                if i < i_lim || last.end - u.start > max_dur {
+        if i > e.a && !units[i - 1].has(SENT_END) && units[i - 1].speaker == u.speaker {
+            cost += HEAD_COST;
+        }
+    }
+    if c.dialogue {
+        cost += DIALOGUE_COST;
+    }
+    if cost >= best_cost {
+        return None;
+    }
+    rest_cost(p, units, sums, e, c, cost, best_cost)
+}
+
+/// The cost of a cue whose longest silence is `max_gap`.
+#[inline(always)]
+fn pause_cost(p: &Params, max_gap: i64) -> i64 {
+    if max_gap >= p.pause_threshold {
+        INTERNAL_PAUSE_COST + ((max_gap - p.pause_threshold) / 10).min(500)
+    } else {
+        0
+    }
+}
+
+/// [`cue_cost`] from `cost` (every term up to the dialogue cost) on: reading pace and line
+/// balance.
+#[inline(always)]
+fn rest_cost(
+    p: &Params,
+    units: &[Unit],
+    sums: &Sums,
+    e: &End<'_>,
+    c: &Cand,
+    mut cost: i64,
+    best_cost: i64,
+) -> Option<i64> {
+    let (i, j) = (c.i, e.j);
+    let u = &units[i];
+    let single = i == j - 1;
+    if p.pace {
+        let span = (e.last.end - u.start).max(1);
+        let text = c.chars + (c.prefix + e.suffix) as i64;
+        let needed = text * p.us_per_char / 1000;
+        let avail = (e.room_end - u.start).min(e.max_dur).max(span).max(1);
+        if needed > avail {
+            // A float division: this is the hottest line of the layout, and IEEE division is
+            // exact and deterministic on every platform.
+            let over = (needed - avail) as f32 * 400.0 / avail as f32;
+            cost += over.min(2000.0) as i64;
+        }
+        if p.avoid_flash {
+            let shown = needed.max(span).max(p.min_dur).min(avail);
+            if shown < FLASH_MS {
+                cost += (FLASH_MS - shown) / 4;
+            }
+        }
+        if cost >= best_cost {
+            return None;
+        }
+    }
+    if c.lines == 2 && !single && !c.dialogue {
+        cost += two_line_cost(p, units, sums, (i, j), (c.prefix, e.suffix), e.first_r);
+    }
+    (cost < best_cost).then_some(cost)
+}
+
+/// The backward walk over the starts of the cue ending at `End::j`, in its general form: the
+/// line fit is built unit by unit, so manual line breaks, decorations and a second speaker are all
+/// handled. `w` is the state after the candidate before `w.i` (or the initial state when
+/// `w.i == j - 1`); returns the best cost and start, the first (largest) start on ties.
+#[allow(clippy::too_many_arguments)]
+fn walk_general(
+    p: &Params,
+    units: &[Unit],
+    sums: &Sums,
+    best: &[i64],
+    e: &End<'_>,
+    mut w: Walk,
+    (mut best_cost, mut best_i): (i64, usize),
+) -> (i64, usize) {
+    let (j, last) = (e.j, e.last);
+    let fit = &mut w.fit;
+    // `j - i > max_words` as a bound on `i`.
+    let i_lim = j.saturating_sub(p.max_words as usize);
+    let mut i = w.i;
+    loop {
+        let u = &units[i];
+        if i < j - 1 {
+            // Add unit i in front of unit i + 1.
+            let nx = &units[i + 1];
+            let sep = nx.sep as u32;
+            let gap = nx.start - u.end;
+            if gap > w.max_gap {
+                w.max_gap = gap;
+            }
+            if u.has(SENT_END) {
+                w.inner_end = true;
+            }
+            if i < i_lim || last.end - u.start > e.max_dur {
+                break;
+            }
+            w.chars += u.g as i64 + sep as i64;
+            if u.speaker != nx.speaker {
+                if fit.dialogue
+                    || !p.dialogue
+                    || fit.lines != 1
+                    || fit.cur + p.dash_len > p.max_chars
+                {
                     break;
                 }
-                chars += u.g as i64 + sep as i64;
-                if u.speaker != nx.speaker {
-                    if fit.dialogue
-                        || !p.dialogue
-                        || fit.lines != 1
-                        || fit.cur + p.dash_len > p.max_chars
-                    {
-                        break;
-                    }
-                    fit.dialogue = true;
-                    fit.lines = 2;
-                    fit.a_len = u.g;
-                } else if fit.dialogue {
-                    if u.has(LINE_AFTER) {
-                        break;
-                    }
-                    fit.a_len += sep + u.g;
-                    if fit.a_len + p.dash_len > p.max_chars {
-                        break;
-                    }
-                } else if u.has(LINE_AFTER) || fit.cur + sep + u.g > p.max_chars {
-                    fit.lines += 1;
-                    fit.cur = u.g;
-                    if fit.lines > p.max_lines {
-                        break;
-                    }
-                } else {
-                    fit.cur += sep + u.g;
-                }
-            }
-            // Every other term is >= 0: a candidate whose base already loses is skipped before
-            // its line count is worked out.
-            let base = best[i] + CUE_COST + brk;
-            let prefix = if base >= best_cost {
-                0
-            } else {
-                pre(p, units, i)
-            };
-            let single = i == j - 1;
-            let lines_eff = if base >= best_cost {
-                None
+                fit.dialogue = true;
+                fit.lines = 2;
+                fit.a_len = u.g;
             } else if fit.dialogue {
+                if u.has(LINE_AFTER) {
+                    break;
+                }
+                fit.a_len += sep + u.g;
+                if fit.a_len + p.dash_len > p.max_chars {
+                    break;
+                }
+            } else if u.has(LINE_AFTER) || fit.cur + sep + u.g > p.max_chars {
+                fit.lines += 1;
+                fit.cur = u.g;
+                if fit.lines > p.max_lines {
+                    break;
+                }
+            } else {
+                fit.cur += sep + u.g;
+            }
+        }
+        // Every other term is >= 0: a candidate whose base already loses is skipped before
+        // its line count is worked out.
+        let base = best[i] + CUE_COST + e.brk;
+        if base < best_cost {
+            let prefix = pre(p, units, i);
+            let single = i == j - 1;
+            let lines_eff = if fit.dialogue {
                 if fit.a_len + p.dash_len + prefix > p.max_chars {
                     None
                 } else {
@@ -313,75 +430,160 @@ fn smart_run(
             };
             let lines_eff = match lines_eff {
                 Some(l) if l <= p.max_lines => Some(l),
-                _ if single && base < best_cost => Some(p.max_lines.min(2)),
+                _ if single => Some(p.max_lines.min(2)),
                 _ => None,
             };
-            // The terms are added cheapest first, and the candidate dropped as soon as it loses.
             if let Some(lines) = lines_eff {
-                'eval: {
-                    let mut cost = base + (lines as i64 - 1) * p.line_cost;
-                    if single && run_len > 1 {
-                        let whole = (i == 0 || units[i - 1].has(SENT_END) || i == a)
-                            && (u.has(SENT_END) || j == b);
-                        cost += if whole {
-                            SENTENCE_ORPHAN_COST.min(p.orphan_cost)
-                        } else {
-                            p.orphan_cost
-                        };
-                    }
-                    if max_gap >= p.pause_threshold {
-                        cost += INTERNAL_PAUSE_COST + ((max_gap - p.pause_threshold) / 10).min(500);
-                    }
-                    if inner_end {
-                        if open_end {
-                            cost += TAIL_COST;
-                        }
-                        if i > a && !units[i - 1].has(SENT_END) && units[i - 1].speaker == u.speaker
-                        {
-                            cost += HEAD_COST;
-                        }
-                    }
-                    if fit.dialogue {
-                        cost += DIALOGUE_COST;
-                    }
-                    if cost >= best_cost {
-                        break 'eval;
-                    }
-                    if p.pace {
-                        let span = (last.end - u.start).max(1);
-                        let text = chars + (prefix + suffix) as i64;
-                        let needed = text * p.us_per_char / 1000;
-                        let avail = (room_end - u.start).min(max_dur).max(span).max(1);
-                        if needed > avail {
-                            // A float division: this is the hottest line of the layout, and IEEE
-                            // division is exact and deterministic on every platform.
-                            let over = (needed - avail) as f32 * 400.0 / avail as f32;
-                            cost += over.min(2000.0) as i64;
-                        }
-                        if p.avoid_flash {
-                            let shown = needed.max(span).max(p.min_dur).min(avail);
-                            if shown < FLASH_MS {
-                                cost += (FLASH_MS - shown) / 4;
-                            }
-                        }
-                        if cost >= best_cost {
-                            break 'eval;
-                        }
-                    }
-                    if lines == 2 && !single && !fit.dialogue {
-                        cost += two_line_cost(p, units, sums, (i, j), (prefix, suffix), first_r);
-                    }
-                    if cost < best_cost {
-                        best_cost = cost;
-                        best_i = i;
-                    }
+                let c = Cand {
+                    i,
+                    lines,
+                    dialogue: fit.dialogue,
+                    max_gap: w.max_gap,
+                    inner_end: w.inner_end,
+                    chars: w.chars,
+                    prefix,
+                };
+                if let Some(cost) = cue_cost(p, units, sums, best, e, &c, best_cost) {
+                    best_cost = cost;
+                    best_i = i;
                 }
             }
-            if i == a {
-                break;
-            }
-            i -= 1;
         }
+        if i == e.a {
+            break;
+        }
+        i -= 1;
+    }
+    (best_cost, best_i)
+}
+
+/// The state of the backward walk when it reaches start `i`: the fit, graphemes and silences of
+/// units `[i + 1, j)`.
+struct Walk {
+    i: usize,
+    fit: BackFit,
+    chars: i64,
+    max_gap: i64,
+    inner_end: bool,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn smart_run(
+    p: &Params,
+    units: &[Unit],
+    sums: &Sums,
+    (a, b): (usize, usize),
+    best: &mut [i64],
+    back: &mut [u32],
+    fit_start: &mut [u32],
+    lower: &mut Vec<(i64, u32)>,
+    cues: &mut Vec<(usize, usize)>,
+) {
+    best[a] = 0;
+    let max_dur = p.max_dur.unwrap_or(i64::MAX);
+    let max_chars = p.max_chars as i64;
+    // The fast walk (below) needs every line to be free of decorations and every unit to fit a
+    // line on its own, which holds unless ellipsisContinuation is on.
+    let fast = !p.ellipsis && sums.all_fit;
+    // Two pointers, both only moving forward as `j` grows: the first unit of the longest line
+    // ending before `j`, and the first unit a cue ending at `j` may start with under maxDuration
+    // (unit ends never decrease, since overlaps are trimmed).
+    let mut fit_ptr = a;
+    let mut dur_ptr = a;
+    // The last speaker change (between units c and c + 1) and sentence end before unit j - 1.
+    let mut last_change: Option<usize> = None;
+    let mut last_sent: Option<usize> = None;
+    for j in a + 1..=b {
+        let last = &units[j - 1];
+        if j >= a + 2 {
+            let k = j - 2;
+            if units[k].speaker != last.speaker {
+                last_change = Some(k);
+            }
+            if units[k].has(SENT_END) {
+                last_sent = Some(k);
+            }
+        }
+        while fit_ptr + 1 < j && sums.line(units, fit_ptr, j) > max_chars {
+            fit_ptr += 1;
+        }
+        fit_start[j] = fit_ptr as u32;
+        while dur_ptr + 1 < j && last.end - units[dur_ptr].start > max_dur {
+            dur_ptr += 1;
+        }
+        let suffix = suf(p, units, j);
+        let brk = if j == b {
+            0
+        } else {
+            break_cost(p, units, j - 1)
+        };
+        let room_end = if j < units.len() {
+            units[j].start - p.gap_ms
+        } else {
+            last.end + 60_000
+        };
+        let open_end = j < b && !last.has(SENT_END) && units[j].speaker == last.speaker;
+        let (best_cost, best_i) = if fast {
+            let mut e = End {
+                j,
+                last,
+                suffix,
+                brk,
+                room_end,
+                max_dur,
+                open_end,
+                a,
+                b,
+                first_r: 0,
+            };
+            fast_walk(
+                p,
+                units,
+                sums,
+                best,
+                fit_start,
+                lower,
+                &mut e,
+                dur_ptr,
+                last_change,
+                last_sent,
+            )
+        } else {
+            None
+        }
+        .unwrap_or_else(|| {
+            // The first break position after which the last line [r + 1, j) fits.
+            let mut first_r = j - 1;
+            while first_r > a && sums.line(units, first_r, j) + suffix as i64 <= p.max_chars as i64
+            {
+                first_r -= 1;
+            }
+            let e = End {
+                j,
+                last,
+                suffix,
+                brk,
+                room_end,
+                max_dur,
+                open_end,
+                a,
+                b,
+                first_r,
+            };
+            let w = Walk {
+                i: j - 1,
+                fit: BackFit {
+                    lines: 1,
+                    cur: last.g + suffix,
+                    dialogue: false,
+                    a_len: 0,
+                },
+                chars: last.g as i64,
+                max_gap: 0,
+                inner_end: false,
+            };
+            walk_general(p, units, sums, best, &e, w, (i64::MAX, j - 1))
+        });
         best[j] = best_cost;
         back[j] = best_i as u32;
     }
@@ -394,6 +596,161 @@ fn smart_run(
         j = i;
     }
     cues[first..].reverse();
+}
+
+/// The backward walk over the starts of the cue ending at `e.j` when there are no decorations
+/// (no ellipsisContinuation) and no manual line break among the candidates; `None` (nothing
+/// done) when a manual line break is in the way.
+///
+/// Without those, the walk's line fit of `[i, j)` is the same for every cue ending at `j`: its
+/// last line is the longest line ending at `j`, `[s1, j)` with `s1 = fit_start[j]`, the line
+/// before it `[s2, s1)` with `s2 = fit_start[s1]`, and so on. So start `i` takes `m` lines when
+/// `s_m <= i < s_(m-1)`, and the walk stops below `s_max_lines`, below `max_words` units, or
+/// when maxDuration is exceeded. Every other term of the walk (graphemes, sentence ends, longest
+/// silence) comes from prefix sums or a running maximum.
+///
+/// That makes the order of evaluation free. A first pass works out each start's cost up to the
+/// reading pace (`lower`, a lower bound of its cost: the later terms are >= 0); the start with the
+/// lowest bound is then costed in full first, which usually makes it the bar every other start
+/// must beat, so most of them are dropped on their bound. Ties go to the largest start, as in the
+/// general walk (which visits starts largest first and keeps the first of equal costs): a start
+/// above the current best wins on an equal cost, one below it does not.
+///
+/// A second speaker (dialogue) only starts at a speaker change `c`: the fast walk covers the
+/// starts after it and hands the walk from `c` on to [`walk_general`] in exactly the state the
+/// general walk would have reached (its best start is then above every start it still visits).
+#[allow(clippy::too_many_arguments)]
+fn fast_walk(
+    p: &Params,
+    units: &[Unit],
+    sums: &Sums,
+    best: &[i64],
+    fit_start: &[u32],
+    lower: &mut Vec<(i64, u32)>,
+    e: &mut End<'_>,
+    dur_lo: usize,
+    last_change: Option<usize>,
+    last_sent: Option<usize>,
+) -> Option<(i64, usize)> {
+    let (a, j) = (e.a, e.j);
+    let max_chars = p.max_chars as i64;
+    let s1 = fit_start[j] as usize;
+    if sums.line(units, s1, j) > max_chars {
+        return None;
+    }
+    e.first_r = s1.saturating_sub(1).max(a);
+    // The lowest start the line fit allows.
+    let mut fit_lo = s1;
+    let mut lines = 1;
+    while lines < p.max_lines && fit_lo > a {
+        fit_lo = fit_start[fit_lo] as usize;
+        lines += 1;
+    }
+    let i_lim = j.saturating_sub(p.max_words as usize);
+    let lo_fit = fit_lo.max(i_lim).max(dur_lo).max(a);
+    // Whether the walk reaches the speaker change c: every start in (c, j - 1) fits.
+    let change = last_change.filter(|&c| c + 1 >= lo_fit || c + 1 == j - 1);
+    let lo = match change {
+        Some(c) => c + 1,
+        None => lo_fit,
+    };
+    if lo + 1 < j && sums.breaks(lo, j - 1) > 0 {
+        return None;
+    }
+    let inner_end = |i: usize| last_sent.is_some_and(|s| s >= i);
+    let cand = |i: usize, lines: u32, max_gap: i64| Cand {
+        i,
+        lines,
+        dialogue: false,
+        max_gap,
+        inner_end: inner_end(i),
+        chars: sums.line(units, i, j),
+        prefix: 0,
+    };
+    // The one-unit cue.
+    let mut best_cost = i64::MAX;
+    let mut best_i = j - 1;
+    if let Some(cost) = cue_cost(p, units, sums, best, e, &cand(j - 1, 1, 0), best_cost) {
+        best_cost = cost;
+    }
+    // Pass 1: the starts in (lo..j - 1).rev(), in lines 1, 2, ... of the fit, with their lower
+    // bounds.
+    lower.clear();
+    let tail = if e.open_end { TAIL_COST } else { 0 };
+    let mut max_gap: i64 = 0;
+    let mut line_end = j;
+    let mut line_start = s1;
+    let mut m = 1;
+    let (mut min_lower, mut min_at) = (i64::MAX, 0);
+    let mut i = j - 1;
+    while i > lo {
+        i -= 1;
+        while i < line_start {
+            line_end = line_start;
+            line_start = fit_start[line_start] as usize;
+            m += 1;
+        }
+        let u = &units[i];
+        max_gap = max_gap.max(units[i + 1].start - u.end);
+        let mut cost = best[i] + CUE_COST + e.brk + (m as i64 - 1) * p.line_cost;
+        cost += pause_cost(p, max_gap);
+        if inner_end(i) {
+            let prev = &units[i - usize::from(i > 0)];
+            let head = i > a && !prev.has(SENT_END) && prev.speaker == u.speaker;
+            cost += tail + if head { HEAD_COST } else { 0 };
+        }
+        if cost < min_lower {
+            (min_lower, min_at) = (cost, lower.len());
+        }
+        lower.push((cost, m));
+    }
+    // Pass 2: the lowest bound first, then the others largest start first.
+    let at = |k: usize| j - 2 - k;
+    if let Some(&(cost, m)) = lower.get(min_at) {
+        let i = at(min_at);
+        if cost < best_cost {
+            if let Some(c) = rest_cost(p, units, sums, e, &cand(i, m, 0), cost, best_cost) {
+                (best_cost, best_i) = (c, i);
+            }
+        }
+    }
+    for (k, &(cost, m)) in lower.iter().enumerate() {
+        let i = at(k);
+        // On an equal cost a larger start wins.
+        let bar = best_cost.saturating_add(i64::from(i > best_i));
+        if cost < bar && k != min_at {
+            if let Some(c) = rest_cost(p, units, sums, e, &cand(i, m, 0), cost, bar) {
+                (best_cost, best_i) = (c, i);
+            }
+        }
+    }
+    if let Some(c) = change {
+        // Hand over at the speaker change, in the state the general walk has after start c + 1
+        // (the first pass stopped at c + 1, so `line_end` is the end of its line).
+        let i = c + 1;
+        let w = Walk {
+            i: c,
+            fit: BackFit {
+                lines: m,
+                cur: sums.line(units, i, line_end) as u32,
+                dialogue: false,
+                a_len: 0,
+            },
+            chars: sums.line(units, i, j),
+            max_gap,
+            inner_end: inner_end(i),
+        };
+        return Some(walk_general(
+            p,
+            units,
+            sums,
+            best,
+            e,
+            w,
+            (best_cost, best_i),
+        ));
+    }
+    Some((best_cost, best_i))
 }
 
 /// Forward line fit, as greedy fill and rendering use it.
