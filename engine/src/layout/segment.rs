@@ -91,10 +91,13 @@ pub fn segment(
         sums.len.clear();
         sums.line_after.clear();
         sums.line_cost.clear();
+        sums.pause.clear();
+        sums.head.clear();
         sums.all_fit = true;
         let (mut t, mut l) = (0u64, 0u32);
         sums.len.push(0);
         sums.line_after.push(0);
+        let mut prev: Option<&Unit> = None;
         for u in units {
             t += u.g as u64 + u.sep as u64;
             l += u.has(LINE_AFTER) as u32;
@@ -102,6 +105,20 @@ pub fn segment(
             sums.line_after.push(l);
             sums.line_cost.push(super::lines::line_break_cost(p, u));
             sums.all_fit &= u.g <= p.max_chars;
+            let (pause, head) = match prev {
+                Some(a) => (
+                    pause_cost(p, u.start - a.end),
+                    if !a.has(SENT_END) && a.speaker == u.speaker {
+                        HEAD_COST
+                    } else {
+                        0
+                    },
+                ),
+                None => (0, 0),
+            };
+            sums.pause.push(pause);
+            sums.head.push(head);
+            prev = Some(u);
         }
     }
     let mut a = base;
@@ -157,6 +174,10 @@ struct Sums {
     line_cost: Vec<i64>,
     /// Every unit fits a line on its own.
     all_fit: bool,
+    /// `pause[k]`: the pause cost of the silence before unit k (0 for the first unit).
+    pause: Vec<i64>,
+    /// `head[k]`: `HEAD_COST` when unit k - 1 does not end a sentence and has unit k's speaker.
+    head: Vec<i64>,
 }
 
 impl Sums {
@@ -657,7 +678,9 @@ fn fast_walk(
     if lo + 1 < j && sums.breaks(lo, j - 1) > 0 {
         return None;
     }
-    let inner_end = |i: usize| last_sent.is_some_and(|s| s >= i);
+    // A sentence ends inside the cue [i, j) when i < sent_end.
+    let sent_end = last_sent.map_or(0, |s| s + 1);
+    let inner_end = |i: usize| i < sent_end;
     let cand = |i: usize, lines: u32, max_gap: i64| Cand {
         i,
         lines,
@@ -677,32 +700,36 @@ fn fast_walk(
     // bounds.
     lower.clear();
     let tail = if e.open_end { TAIL_COST } else { 0 };
-    let mut max_gap: i64 = 0;
+    // The pause cost of the longest silence so far: the pause cost never decreases with the
+    // silence, so this is `pause_cost(max_gap)`.
+    let mut pause: i64 = 0;
     let mut line_end = j;
     let mut line_start = s1;
     let mut m = 1;
+    let mut fixed = CUE_COST + e.brk;
     let (mut min_lower, mut min_at) = (i64::MAX, 0);
-    let mut i = j - 1;
-    while i > lo {
-        i -= 1;
+    // Start k of the buffer is j - 2 - k.
+    let count = (j - 1).saturating_sub(lo);
+    if lower.len() < count {
+        lower.resize(count, (0, 0));
+    }
+    let lower = &mut lower[..count];
+    for (k, slot) in lower.iter_mut().enumerate() {
+        let i = j - 2 - k;
         while i < line_start {
             line_end = line_start;
             line_start = fit_start[line_start] as usize;
             m += 1;
+            fixed += p.line_cost;
         }
-        let u = &units[i];
-        max_gap = max_gap.max(units[i + 1].start - u.end);
-        let mut cost = best[i] + CUE_COST + e.brk + (m as i64 - 1) * p.line_cost;
-        cost += pause_cost(p, max_gap);
-        if inner_end(i) {
-            let prev = &units[i - usize::from(i > 0)];
-            let head = i > a && !prev.has(SENT_END) && prev.speaker == u.speaker;
-            cost += tail + if head { HEAD_COST } else { 0 };
-        }
+        pause = pause.max(sums.pause[i + 1]);
+        let head = if i > a { sums.head[i] } else { 0 };
+        let inner = if i < sent_end { tail + head } else { 0 };
+        let cost = best[i] + fixed + pause + inner;
+        *slot = (cost, m);
         if cost < min_lower {
-            (min_lower, min_at) = (cost, lower.len());
+            (min_lower, min_at) = (cost, k);
         }
-        lower.push((cost, m));
     }
     // Pass 2: the lowest bound first, then the others largest start first.
     let at = |k: usize| j - 2 - k;
@@ -737,7 +764,9 @@ fn fast_walk(
                 a_len: 0,
             },
             chars: sums.line(units, i, j),
-            max_gap,
+            max_gap: (i + 1..j)
+                .map(|k| units[k].start - units[k - 1].end)
+                .fold(0, i64::max),
             inner_end: inner_end(i),
         };
         return Some(walk_general(
