@@ -54,6 +54,15 @@ fn hard_before(p: &Params, units: &[Unit], u: usize) -> bool {
         || b.start - a.end >= p.hard_pause
 }
 
+/// Buffers of [`fast_walk`], reused from cue end to cue end.
+#[derive(Default)]
+struct FastScratch {
+    /// Each start's lower bound and line count.
+    lower: Vec<(i64, u32)>,
+    /// The starts (as indices into `lower`) that may still win.
+    pick: Vec<u32>,
+}
+
 /// Buffers the segmentation reuses from chunk to chunk.
 #[derive(Default)]
 pub struct SegScratch {
@@ -62,8 +71,8 @@ pub struct SegScratch {
     /// `fit_start[e]`: the first unit of the longest line ending before unit `e` (see
     /// [`fast_walk`]).
     fit_start: Vec<u32>,
-    /// The fast walk's lower bounds (see [`fast_walk`]).
-    lower: Vec<(i64, u32)>,
+    /// The fast walk's buffers (see [`fast_walk`]).
+    fast: FastScratch,
     sums: Sums,
 }
 
@@ -132,10 +141,10 @@ pub fn segment(
                 best,
                 back,
                 fit_start,
-                lower,
+                fast,
                 sums,
             } = scratch;
-            smart_run(p, units, sums, (a, b), best, back, fit_start, lower, cues);
+            smart_run(p, units, sums, (a, b), best, back, fit_start, fast, cues);
         } else {
             greedy_run(p, units, a, b, cues);
         }
@@ -345,17 +354,28 @@ fn rest_cost(
         let text = c.chars + (c.prefix + e.suffix) as i64;
         let needed = text * p.us_per_char / 1000;
         let avail = (e.room_end - u.start).min(e.max_dur).max(span).max(1);
-        if needed > avail {
-            // A float division: this is the hottest line of the layout, and IEEE division is
-            // exact and deterministic on every platform.
-            let over = (needed - avail) as f32 * 400.0 / avail as f32;
-            cost += over.min(2000.0) as i64;
-        }
         if p.avoid_flash {
             let shown = needed.max(span).max(p.min_dur).min(avail);
             if shown < FLASH_MS {
                 cost += (FLASH_MS - shown) / 4;
             }
+        }
+        if needed > avail {
+            if cost >= best_cost {
+                return None;
+            }
+            let over = needed - avail;
+            // The term below is at least `400 * over / avail - 0.001` (four roundings of at most
+            // 2^-24 each, on a value of at most 2000), so when that reaches `best_cost - cost + 1`
+            // the cue loses whatever the division gives: skip it.
+            let margin = best_cost - cost;
+            if margin <= 2000 && 400 * over as i128 >= (margin as i128 + 1) * avail as i128 {
+                return None;
+            }
+            // A float division: this is the hottest line of the layout, and IEEE division is
+            // exact and deterministic on every platform.
+            let over = over as f32 * 400.0 / avail as f32;
+            cost += over.min(2000.0) as i64;
         }
         if cost >= best_cost {
             return None;
@@ -497,7 +517,7 @@ fn smart_run(
     best: &mut [i64],
     back: &mut [u32],
     fit_start: &mut [u32],
-    lower: &mut Vec<(i64, u32)>,
+    fast_scratch: &mut FastScratch,
     cues: &mut Vec<(usize, usize)>,
 ) {
     best[a] = 0;
@@ -563,7 +583,7 @@ fn smart_run(
                 sums,
                 best,
                 fit_start,
-                lower,
+                fast_scratch,
                 &mut e,
                 dur_ptr,
                 last_change,
@@ -647,7 +667,7 @@ fn fast_walk(
     sums: &Sums,
     best: &[i64],
     fit_start: &[u32],
-    lower: &mut Vec<(i64, u32)>,
+    FastScratch { lower, pick }: &mut FastScratch,
     e: &mut End<'_>,
     dur_lo: usize,
     last_change: Option<usize>,
@@ -690,15 +710,10 @@ fn fast_walk(
         chars: sums.line(units, i, j),
         prefix: 0,
     };
-    // The one-unit cue.
     let mut best_cost = i64::MAX;
     let mut best_i = j - 1;
-    if let Some(cost) = cue_cost(p, units, sums, best, e, &cand(j - 1, 1, 0), best_cost) {
-        best_cost = cost;
-    }
     // Pass 1: the starts in (lo..j - 1).rev(), in lines 1, 2, ... of the fit, with their lower
     // bounds.
-    lower.clear();
     let tail = if e.open_end { TAIL_COST } else { 0 };
     // The pause cost of the longest silence so far: the pause cost never decreases with the
     // silence, so this is `pause_cost(max_gap)`.
@@ -727,25 +742,40 @@ fn fast_walk(
         let inner = if i < sent_end { tail + head } else { 0 };
         let cost = best[i] + fixed + pause + inner;
         *slot = (cost, m);
-        if cost < min_lower {
-            (min_lower, min_at) = (cost, k);
-        }
+        let lowest = cost < min_lower;
+        min_lower = if lowest { cost } else { min_lower };
+        min_at = if lowest { k } else { min_at };
     }
     // Pass 2: the lowest bound first, then the others largest start first.
     let at = |k: usize| j - 2 - k;
     if let Some(&(cost, m)) = lower.get(min_at) {
         let i = at(min_at);
-        if cost < best_cost {
-            if let Some(c) = rest_cost(p, units, sums, e, &cand(i, m, 0), cost, best_cost) {
-                (best_cost, best_i) = (c, i);
-            }
+        if let Some(c) = rest_cost(p, units, sums, e, &cand(i, m, 0), cost, best_cost) {
+            (best_cost, best_i) = (c, i);
         }
     }
-    for (k, &(cost, m)) in lower.iter().enumerate() {
-        let i = at(k);
+    // The one-unit cue: the largest start, so it wins an equal cost.
+    let bar = best_cost.saturating_add(i64::from(best_i < j - 1));
+    if let Some(c) = cue_cost(p, units, sums, best, e, &cand(j - 1, 1, 0), bar) {
+        (best_cost, best_i) = (c, j - 1);
+    }
+    // The starts that may still win: the bar only comes down from here, so this keeps a superset
+    // (without a branch per start).
+    let bar = best_cost.saturating_add(1);
+    if pick.len() < count {
+        pick.resize(count, 0);
+    }
+    let mut kept = 0;
+    for (k, &(cost, _)) in lower.iter().enumerate() {
+        pick[kept] = k as u32;
+        kept += usize::from(cost < bar && k != min_at);
+    }
+    for &k in &pick[..kept] {
+        let (cost, m) = lower[k as usize];
+        let i = at(k as usize);
         // On an equal cost a larger start wins.
         let bar = best_cost.saturating_add(i64::from(i > best_i));
-        if cost < bar && k != min_at {
+        if cost < bar {
             if let Some(c) = rest_cost(p, units, sums, e, &cand(i, m, 0), cost, bar) {
                 (best_cost, best_i) = (c, i);
             }
