@@ -98,6 +98,7 @@ pub fn segment(
         // O(1) per break position.
         let sums = &mut scratch.sums;
         sums.len.clear();
+        sums.lead.clear();
         sums.line_after.clear();
         sums.line_cost.clear();
         sums.pause.clear();
@@ -108,6 +109,7 @@ pub fn segment(
         sums.line_after.push(0);
         let mut prev: Option<&Unit> = None;
         for u in units {
+            sums.lead.push(t + u.sep as u64);
             t += u.g as u64 + u.sep as u64;
             l += u.has(LINE_AFTER) as u32;
             sums.len.push(t);
@@ -177,7 +179,10 @@ pub fn chunk_end(p: &Params, units: &[Unit], min: usize, max: usize) -> usize {
 /// Prefix sums over the units.
 #[derive(Default)]
 struct Sums {
+    /// `len[x]`: graphemes and separators of units [0, x).
     len: Vec<u64>,
+    /// `lead[x]`: `len[x]` and the separator before unit x (which a line starting at x drops).
+    lead: Vec<u64>,
     line_after: Vec<u32>,
     /// Cost of a line break after each unit.
     line_cost: Vec<i64>,
@@ -192,8 +197,8 @@ struct Sums {
 impl Sums {
     /// Graphemes of units [x, y) on one line.
     #[inline]
-    fn line(&self, units: &[Unit], x: usize, y: usize) -> i64 {
-        (self.len[y] - self.len[x]) as i64 - units[x].sep as i64
+    fn line(&self, x: usize, y: usize) -> i64 {
+        (self.len[y] - self.lead[x]) as i64
     }
 
     /// Manual line breaks after units [x, y).
@@ -261,6 +266,9 @@ struct End<'a> {
     /// The first break position after which the last line `[r + 1, j)` fits (see
     /// [`two_line_cost`]).
     first_r: usize,
+    /// No decorations and no manual line break among the starts walked (the fast walk): every
+    /// two-line split from `first_r` on has a fitting last line and no manual break.
+    plain: bool,
 }
 
 /// What the backward walk knows of a candidate start `i` of the cue ending at `End::j`.
@@ -354,35 +362,27 @@ fn rest_cost(
         let text = c.chars + (c.prefix + e.suffix) as i64;
         let needed = text * p.us_per_char / 1000;
         let avail = (e.room_end - u.start).min(e.max_dur).max(span).max(1);
-        if p.avoid_flash {
-            let shown = needed.max(span).max(p.min_dur).min(avail);
-            if shown < FLASH_MS {
-                cost += (FLASH_MS - shown) / 4;
-            }
-        }
-        if needed > avail {
-            if cost >= best_cost {
-                return None;
-            }
-            let over = needed - avail;
-            // The term below is at least `400 * over / avail - 0.001` (four roundings of at most
-            // 2^-24 each, on a value of at most 2000), so when that reaches `best_cost - cost + 1`
-            // the cue loses whatever the division gives: skip it.
-            let margin = best_cost - cost;
-            if margin <= 2000 && 400 * over as i128 >= (margin as i128 + 1) * avail as i128 {
-                return None;
-            }
-            // A float division: this is the hottest line of the layout, and IEEE division is
-            // exact and deterministic on every platform.
-            let over = over as f32 * 400.0 / avail as f32;
-            cost += over.min(2000.0) as i64;
-        }
+        // Worked out without branches: they would be mispredicted half of the time. When
+        // `needed <= avail` the division gives 0.0, the term's value in that case.
+        let shown = needed.max(span).max(p.min_dur).min(avail);
+        let flash = if p.avoid_flash && shown < FLASH_MS {
+            (FLASH_MS - shown) / 4
+        } else {
+            0
+        };
+        // A float division: IEEE division is exact and deterministic on every platform.
+        let over = (needed - avail).max(0) as f32 * 400.0 / avail as f32;
+        cost += flash + over.min(2000.0) as i64;
         if cost >= best_cost {
             return None;
         }
     }
     if c.lines == 2 && !single && !c.dialogue {
-        cost += two_line_cost(p, units, sums, (i, j), (c.prefix, e.suffix), e.first_r);
+        cost += if e.plain {
+            two_line_cost_plain(p, sums, (i, j), e.first_r)
+        } else {
+            two_line_cost(p, sums, (i, j), (c.prefix, e.suffix), e.first_r)
+        };
     }
     (cost < best_cost).then_some(cost)
 }
@@ -545,7 +545,7 @@ fn smart_run(
                 last_sent = Some(k);
             }
         }
-        while fit_ptr + 1 < j && sums.line(units, fit_ptr, j) > max_chars {
+        while fit_ptr + 1 < j && sums.line(fit_ptr, j) > max_chars {
             fit_ptr += 1;
         }
         fit_start[j] = fit_ptr as u32;
@@ -576,6 +576,7 @@ fn smart_run(
                 a,
                 b,
                 first_r: 0,
+                plain: true,
             };
             fast_walk(
                 p,
@@ -595,8 +596,7 @@ fn smart_run(
         .unwrap_or_else(|| {
             // The first break position after which the last line [r + 1, j) fits.
             let mut first_r = j - 1;
-            while first_r > a && sums.line(units, first_r, j) + suffix as i64 <= p.max_chars as i64
-            {
+            while first_r > a && sums.line(first_r, j) + suffix as i64 <= p.max_chars as i64 {
                 first_r -= 1;
             }
             let e = End {
@@ -610,6 +610,7 @@ fn smart_run(
                 a,
                 b,
                 first_r,
+                plain: false,
             };
             let w = Walk {
                 i: j - 1,
@@ -676,7 +677,7 @@ fn fast_walk(
     let (a, j) = (e.a, e.j);
     let max_chars = p.max_chars as i64;
     let s1 = fit_start[j] as usize;
-    if sums.line(units, s1, j) > max_chars {
+    if sums.line(s1, j) > max_chars {
         return None;
     }
     e.first_r = s1.saturating_sub(1).max(a);
@@ -707,7 +708,7 @@ fn fast_walk(
         dialogue: false,
         max_gap,
         inner_end: inner_end(i),
-        chars: sums.line(units, i, j),
+        chars: sums.line(i, j),
         prefix: 0,
     };
     let mut best_cost = i64::MAX;
@@ -783,17 +784,19 @@ fn fast_walk(
     }
     if let Some(c) = change {
         // Hand over at the speaker change, in the state the general walk has after start c + 1
-        // (the first pass stopped at c + 1, so `line_end` is the end of its line).
+        // (the first pass stopped at c + 1, so `line_end` is the end of its line). Its starts
+        // are all dialogue, never balanced as two lines; `plain` no longer holds for them.
+        e.plain = false;
         let i = c + 1;
         let w = Walk {
             i: c,
             fit: BackFit {
                 lines: m,
-                cur: sums.line(units, i, line_end) as u32,
+                cur: sums.line(i, line_end) as u32,
                 dialogue: false,
                 a_len: 0,
             },
-            chars: sums.line(units, i, j),
+            chars: sums.line(i, j),
             max_gap: (i + 1..j)
                 .map(|k| units[k].start - units[k - 1].end)
                 .fold(0, i64::max),
@@ -913,7 +916,6 @@ fn greedy_run(p: &Params, units: &[Unit], a: usize, b: usize, cues: &mut Vec<(us
 /// (the last line fits) while the first line fits.
 fn two_line_cost(
     p: &Params,
-    units: &[Unit],
     sums: &Sums,
     (i, j): (usize, usize),
     (prefix, suffix): (u32, u32),
@@ -922,17 +924,37 @@ fn two_line_cost(
     let max = p.max_chars as i64;
     let mut best = i64::MAX;
     for r in first_r.max(i)..j - 1 {
-        let l1 = sums.line(units, i, r + 1) + prefix as i64;
+        let l1 = sums.line(i, r + 1) + prefix as i64;
         if l1 > max {
             break;
         }
-        let l2 = sums.line(units, r + 1, j) + suffix as i64;
+        let l2 = sums.line(r + 1, j) + suffix as i64;
         if l2 > max || sums.breaks(i, r) > 0 || sums.breaks(r + 1, j - 1) > 0 {
             continue;
         }
         let d = l1 - l2;
         let c = sums.line_cost[r] + d * d / 8;
         best = best.min(c);
+    }
+    if best == i64::MAX {
+        0
+    } else {
+        best
+    }
+}
+
+/// [`two_line_cost`] without decorations or manual line breaks (`End::plain`): from `first_r` on
+/// the last line always fits, so only the first line is checked.
+fn two_line_cost_plain(p: &Params, sums: &Sums, (i, j): (usize, usize), first_r: usize) -> i64 {
+    let max = p.max_chars as i64;
+    let mut best = i64::MAX;
+    for r in first_r.max(i)..j - 1 {
+        let l1 = sums.line(i, r + 1);
+        if l1 > max {
+            break;
+        }
+        let d = l1 - sums.line(r + 1, j);
+        best = best.min(sums.line_cost[r] + d * d / 8);
     }
     if best == i64::MAX {
         0
