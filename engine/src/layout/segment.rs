@@ -389,8 +389,7 @@ fn rest_cost(
 
 /// The backward walk over the starts of the cue ending at `End::j`, in its general form: the
 /// line fit is built unit by unit, so manual line breaks, decorations and a second speaker are all
-/// handled. `w` is the state after the candidate before `w.i` (or the initial state when
-/// `w.i == j - 1`); returns the best cost and start, the first (largest) start on ties.
+/// handled. Returns the best cost and start, the first (largest) start on ties.
 #[allow(clippy::too_many_arguments)]
 fn walk_general(
     p: &Params,
@@ -398,14 +397,24 @@ fn walk_general(
     sums: &Sums,
     best: &[i64],
     e: &End<'_>,
-    mut w: Walk,
-    (mut best_cost, mut best_i): (i64, usize),
 ) -> (i64, usize) {
     let (j, last) = (e.j, e.last);
-    let fit = &mut w.fit;
+    let (mut best_cost, mut best_i) = (i64::MAX, j - 1);
+    // The state after start i + 1: the fit, graphemes and silences of units [i + 1, j).
+    let mut w = Walk {
+        chars: last.g as i64,
+        max_gap: 0,
+        inner_end: false,
+    };
+    let fit = &mut BackFit {
+        lines: 1,
+        cur: last.g + e.suffix,
+        dialogue: false,
+        a_len: 0,
+    };
     // `j - i > max_words` as a bound on `i`.
     let i_lim = j.saturating_sub(p.max_words as usize);
-    let mut i = w.i;
+    let mut i = j - 1;
     loop {
         let u = &units[i];
         if i < j - 1 {
@@ -498,11 +507,8 @@ fn walk_general(
     (best_cost, best_i)
 }
 
-/// The state of the backward walk when it reaches start `i`: the fit, graphemes and silences of
-/// units `[i + 1, j)`.
+/// What the general walk carries from start to start besides the line fit.
 struct Walk {
-    i: usize,
-    fit: BackFit,
     chars: i64,
     max_gap: i64,
     inner_end: bool,
@@ -533,12 +539,15 @@ fn smart_run(
     let mut dur_ptr = a;
     // The last speaker change (between units c and c + 1) and sentence end before unit j - 1.
     let mut last_change: Option<usize> = None;
+    // The speaker change before `last_change`.
+    let mut prev_change: Option<usize> = None;
     let mut last_sent: Option<usize> = None;
     for j in a + 1..=b {
         let last = &units[j - 1];
         if j >= a + 2 {
             let k = j - 2;
             if units[k].speaker != last.speaker {
+                prev_change = last_change;
                 last_change = Some(k);
             }
             if units[k].has(SENT_END) {
@@ -587,7 +596,7 @@ fn smart_run(
                 fast_scratch,
                 &mut e,
                 dur_ptr,
-                last_change,
+                (prev_change, last_change),
                 last_sent,
             )
         } else {
@@ -612,19 +621,7 @@ fn smart_run(
                 first_r,
                 plain: false,
             };
-            let w = Walk {
-                i: j - 1,
-                fit: BackFit {
-                    lines: 1,
-                    cur: last.g + suffix,
-                    dialogue: false,
-                    a_len: 0,
-                },
-                chars: last.g as i64,
-                max_gap: 0,
-                inner_end: false,
-            };
-            walk_general(p, units, sums, best, &e, w, (i64::MAX, j - 1))
+            walk_general(p, units, sums, best, &e)
         });
         best[j] = best_cost;
         back[j] = best_i as u32;
@@ -658,9 +655,11 @@ fn smart_run(
 /// general walk (which visits starts largest first and keeps the first of equal costs): a start
 /// above the current best wins on an equal cost, one below it does not.
 ///
-/// A second speaker (dialogue) only starts at a speaker change `c`: the fast walk covers the
-/// starts after it and hands the walk from `c` on to [`walk_general`] in exactly the state the
-/// general walk would have reached (its best start is then above every start it still visits).
+/// A second speaker (dialogue) only starts at the last speaker change `c` before `j`: the general
+/// walk, once it reaches `c`, makes the cue a dialogue if `[c + 1, j)` is one line that fits with
+/// the dash, and then goes on while the first speaker's part `[i, c + 1)` fits with the dash (a
+/// manual line break or another speaker change ends it). Those starts take two lines and the
+/// dialogue cost; the fast walk bounds them like the others.
 #[allow(clippy::too_many_arguments)]
 fn fast_walk(
     p: &Params,
@@ -671,7 +670,7 @@ fn fast_walk(
     FastScratch { lower, pick }: &mut FastScratch,
     e: &mut End<'_>,
     dur_lo: usize,
-    last_change: Option<usize>,
+    (prev_change, last_change): (Option<usize>, Option<usize>),
     last_sent: Option<usize>,
 ) -> Option<(i64, usize)> {
     let (a, j) = (e.a, e.j);
@@ -696,44 +695,67 @@ fn fast_walk(
         Some(c) => c + 1,
         None => lo_fit,
     };
+    // The dialogue starts [d_lo, lo) before the speaker change, if the general walk would turn
+    // the cue into a dialogue at c: it does when start c + 1 is one line that fits with the dash
+    // and c is within maxWords and maxDuration; it then goes on while the first speaker's line
+    // (with the dash) fits, before another speaker change and before a manual line break.
+    let mut d_lo = lo;
+    if let Some(c) = change {
+        let turns = c + 1 >= s1
+            && sums.line(c + 1, j) + i64::from(p.dash_len) <= max_chars
+            && c >= i_lim.max(dur_lo);
+        if turns && p.max_lines >= 2 {
+            let floor = i_lim.max(dur_lo).max(prev_change.map_or(a, |c2| c2 + 1));
+            d_lo = c;
+            while d_lo > floor && sums.line(d_lo - 1, c + 1) + i64::from(p.dash_len) <= max_chars {
+                d_lo -= 1;
+            }
+            if d_lo == c && units[c].g + p.dash_len > p.max_chars {
+                // Not even the speaker change's unit fits with the dash: no dialogue start.
+                d_lo = lo;
+            } else if sums.breaks(d_lo, c) > 0 {
+                return None;
+            }
+        }
+    }
     if lo + 1 < j && sums.breaks(lo, j - 1) > 0 {
         return None;
     }
     // A sentence ends inside the cue [i, j) when i < sent_end.
     let sent_end = last_sent.map_or(0, |s| s + 1);
     let inner_end = |i: usize| i < sent_end;
-    let cand = |i: usize, lines: u32, max_gap: i64| Cand {
+    let cand = |i: usize, lines: u32| Cand {
         i,
         lines,
-        dialogue: false,
-        max_gap,
+        dialogue: i < lo,
+        max_gap: 0,
         inner_end: inner_end(i),
         chars: sums.line(i, j),
         prefix: 0,
     };
     let mut best_cost = i64::MAX;
     let mut best_i = j - 1;
-    // Pass 1: the starts in (lo..j - 1).rev(), in lines 1, 2, ... of the fit, with their lower
-    // bounds.
+    // Pass 1: the starts in (d_lo..j - 1).rev(), in lines 1, 2, ... of the fit, then the dialogue
+    // starts, with their lower bounds.
     let tail = if e.open_end { TAIL_COST } else { 0 };
     // The pause cost of the longest silence so far: the pause cost never decreases with the
     // silence, so this is `pause_cost(max_gap)`.
     let mut pause: i64 = 0;
-    let mut line_end = j;
     let mut line_start = s1;
     let mut m = 1;
     let mut fixed = CUE_COST + e.brk;
     let (mut min_lower, mut min_at) = (i64::MAX, 0);
     // Start k of the buffer is j - 2 - k.
-    let count = (j - 1).saturating_sub(lo);
+    let count = (j - 1).saturating_sub(d_lo);
     if lower.len() < count {
         lower.resize(count, (0, 0));
     }
     let lower = &mut lower[..count];
-    for (k, slot) in lower.iter_mut().enumerate() {
+    let split = (j - 1).saturating_sub(lo);
+    let (plain, dialogue) = lower.split_at_mut(split);
+    for (k, slot) in plain.iter_mut().enumerate() {
         let i = j - 2 - k;
         while i < line_start {
-            line_end = line_start;
             line_start = fit_start[line_start] as usize;
             m += 1;
             fixed += p.line_cost;
@@ -747,17 +769,29 @@ fn fast_walk(
         min_lower = if lowest { cost } else { min_lower };
         min_at = if lowest { k } else { min_at };
     }
+    let fixed = CUE_COST + e.brk + p.line_cost + DIALOGUE_COST;
+    for (k, slot) in (split..).zip(dialogue.iter_mut()) {
+        let i = j - 2 - k;
+        pause = pause.max(sums.pause[i + 1]);
+        let head = if i > a { sums.head[i] } else { 0 };
+        let inner = if i < sent_end { tail + head } else { 0 };
+        let cost = best[i] + fixed + pause + inner;
+        *slot = (cost, 2);
+        let lowest = cost < min_lower;
+        min_lower = if lowest { cost } else { min_lower };
+        min_at = if lowest { k } else { min_at };
+    }
     // Pass 2: the lowest bound first, then the others largest start first.
     let at = |k: usize| j - 2 - k;
     if let Some(&(cost, m)) = lower.get(min_at) {
         let i = at(min_at);
-        if let Some(c) = rest_cost(p, units, sums, e, &cand(i, m, 0), cost, best_cost) {
+        if let Some(c) = rest_cost(p, units, sums, e, &cand(i, m), cost, best_cost) {
             (best_cost, best_i) = (c, i);
         }
     }
     // The one-unit cue: the largest start, so it wins an equal cost.
     let bar = best_cost.saturating_add(i64::from(best_i < j - 1));
-    if let Some(c) = cue_cost(p, units, sums, best, e, &cand(j - 1, 1, 0), bar) {
+    if let Some(c) = cue_cost(p, units, sums, best, e, &cand(j - 1, 1), bar) {
         (best_cost, best_i) = (c, j - 1);
     }
     // The starts that may still win: the bar only comes down from here, so this keeps a superset
@@ -777,40 +811,10 @@ fn fast_walk(
         // On an equal cost a larger start wins.
         let bar = best_cost.saturating_add(i64::from(i > best_i));
         if cost < bar {
-            if let Some(c) = rest_cost(p, units, sums, e, &cand(i, m, 0), cost, bar) {
+            if let Some(c) = rest_cost(p, units, sums, e, &cand(i, m), cost, bar) {
                 (best_cost, best_i) = (c, i);
             }
         }
-    }
-    if let Some(c) = change {
-        // Hand over at the speaker change, in the state the general walk has after start c + 1
-        // (the first pass stopped at c + 1, so `line_end` is the end of its line). Its starts
-        // are all dialogue, never balanced as two lines; `plain` no longer holds for them.
-        e.plain = false;
-        let i = c + 1;
-        let w = Walk {
-            i: c,
-            fit: BackFit {
-                lines: m,
-                cur: sums.line(i, line_end) as u32,
-                dialogue: false,
-                a_len: 0,
-            },
-            chars: sums.line(i, j),
-            max_gap: (i + 1..j)
-                .map(|k| units[k].start - units[k - 1].end)
-                .fold(0, i64::max),
-            inner_end: inner_end(i),
-        };
-        return Some(walk_general(
-            p,
-            units,
-            sums,
-            best,
-            e,
-            w,
-            (best_cost, best_i),
-        ));
     }
     Some((best_cost, best_i))
 }
