@@ -745,6 +745,8 @@ fn fast_walk(
     let mut m = 1;
     let mut fixed = CUE_COST + e.brk;
     let (mut min_lower, mut min_at) = (i64::MAX, 0);
+    // The lowest bound but one.
+    let mut second = i64::MAX;
     // Start k of the buffer is j - 2 - k.
     let count = (j - 1).saturating_sub(d_lo);
     if lower.len() < count {
@@ -766,6 +768,7 @@ fn fast_walk(
         let cost = best[i] + fixed + pause + inner;
         *slot = (cost, m);
         let lowest = cost < min_lower;
+        second = if lowest { min_lower } else { second.min(cost) };
         min_lower = if lowest { cost } else { min_lower };
         min_at = if lowest { k } else { min_at };
     }
@@ -778,6 +781,7 @@ fn fast_walk(
         let cost = best[i] + fixed + pause + inner;
         *slot = (cost, 2);
         let lowest = cost < min_lower;
+        second = if lowest { min_lower } else { second.min(cost) };
         min_lower = if lowest { cost } else { min_lower };
         min_at = if lowest { k } else { min_at };
     }
@@ -797,6 +801,9 @@ fn fast_walk(
     // The starts that may still win: the bar only comes down from here, so this keeps a superset
     // (without a branch per start).
     let bar = best_cost.saturating_add(1);
+    if second >= bar {
+        return Some((best_cost, best_i));
+    }
     if pick.len() < count {
         pick.resize(count, 0);
     }
