@@ -61,10 +61,10 @@ pub fn render(
         if b_len + p.dash_len + suffix > p.max_chars {
             suffix = 0;
         }
-        let mut l1 = String::with_capacity(64);
+        let mut l1 = String::with_capacity(p.dash.len() + line_bytes(p, &cue[..=c], prefix, 0));
         l1.push_str(&p.dash);
         let g1 = push_line(p, texts, &cue[..=c], prefix, 0, &mut l1) + p.dash_len;
-        let mut l2 = String::with_capacity(64);
+        let mut l2 = String::with_capacity(p.dash.len() + line_bytes(p, &cue[c + 1..], 0, suffix));
         l2.push_str(&p.dash);
         let g2 = push_line(p, texts, &cue[c + 1..], 0, suffix, &mut l2) + p.dash_len;
         return Rendered {
@@ -96,9 +96,9 @@ pub fn render(
     for (l, &s) in scratch.starts.iter().enumerate() {
         let e = scratch.starts.get(l + 1).map_or(cue.len(), |&e| e as usize);
         let s = s as usize;
-        let mut line = String::with_capacity(48);
         let pr = if l == 0 { prefix } else { 0 };
         let sf = if l + 1 == n { suffix } else { 0 };
+        let mut line = String::with_capacity(line_bytes(p, &cue[s..e], pr, sf));
         chars += push_line(p, texts, &cue[s..e], pr, sf, &mut line);
         lines.push(line);
     }
@@ -112,6 +112,18 @@ fn line_len(us: &[Unit]) -> u32 {
         .enumerate()
         .map(|(k, u)| u.g + (k > 0 && u.sep) as u32)
         .sum()
+}
+
+/// The bytes [`push_line`] appends for these units at most (exactly, unless the ellipsis replaces
+/// a trailing comma), so each line is allocated once at its size.
+fn line_bytes(p: &Params, us: &[Unit], prefix: u32, suffix: u32) -> usize {
+    let text: usize = us
+        .iter()
+        .enumerate()
+        .map(|(k, u)| (u.hi - u.lo) as usize + usize::from(k > 0 && u.sep))
+        .sum();
+    let deco = usize::from(prefix > 0) + usize::from(suffix > 0);
+    text + deco * p.ell.len()
 }
 
 /// Appends the units' text (and decorations) to `out`; returns its graphemes.
