@@ -61,10 +61,10 @@ pub fn render(
         if b_len + p.dash_len + suffix > p.max_chars {
             suffix = 0;
         }
-        let mut l1 = String::with_capacity(64);
+        let mut l1 = String::with_capacity(p.dash.len() + line_bytes(p, &cue[..=c], prefix, 0));
         l1.push_str(&p.dash);
         let g1 = push_line(p, texts, &cue[..=c], prefix, 0, &mut l1) + p.dash_len;
-        let mut l2 = String::with_capacity(64);
+        let mut l2 = String::with_capacity(p.dash.len() + line_bytes(p, &cue[c + 1..], 0, suffix));
         l2.push_str(&p.dash);
         let g2 = push_line(p, texts, &cue[c + 1..], 0, suffix, &mut l2) + p.dash_len;
         return Rendered {
@@ -83,7 +83,9 @@ pub fn render(
         }
     }
     scratch.starts.clear();
-    if p.smart && k >= 2 {
+    if p.smart && k == 2 {
+        balance_two(p, cue, prefix, suffix, scratch);
+    } else if p.smart && k >= 2 {
         balance(p, cue, prefix, suffix, k, scratch);
     } else {
         greedy_breaks(p, cue, prefix, suffix, &mut scratch.starts);
@@ -94,9 +96,9 @@ pub fn render(
     for (l, &s) in scratch.starts.iter().enumerate() {
         let e = scratch.starts.get(l + 1).map_or(cue.len(), |&e| e as usize);
         let s = s as usize;
-        let mut line = String::with_capacity(48);
         let pr = if l == 0 { prefix } else { 0 };
         let sf = if l + 1 == n { suffix } else { 0 };
+        let mut line = String::with_capacity(line_bytes(p, &cue[s..e], pr, sf));
         chars += push_line(p, texts, &cue[s..e], pr, sf, &mut line);
         lines.push(line);
     }
@@ -110,6 +112,18 @@ fn line_len(us: &[Unit]) -> u32 {
         .enumerate()
         .map(|(k, u)| u.g + (k > 0 && u.sep) as u32)
         .sum()
+}
+
+/// The bytes [`push_line`] appends for these units at most (exactly, unless the ellipsis replaces
+/// a trailing comma), so each line is allocated once at its size.
+fn line_bytes(p: &Params, us: &[Unit], prefix: u32, suffix: u32) -> usize {
+    let text: usize = us
+        .iter()
+        .enumerate()
+        .map(|(k, u)| (u.hi - u.lo) as usize + usize::from(k > 0 && u.sep))
+        .sum();
+    let deco = usize::from(prefix > 0) + usize::from(suffix > 0);
+    text + deco * p.ell.len()
 }
 
 /// Appends the units' text (and decorations) to `out`; returns its graphemes.
@@ -199,6 +213,83 @@ fn greedy_breaks(p: &Params, cue: &[Unit], prefix: u32, suffix: u32, starts: &mu
             cur += u.sep as u32 + l;
         }
     }
+}
+
+/// [`balance`] for two lines, in one pass over the break positions instead of a DP over every
+/// line.
+///
+/// With two lines, `balance`'s DP comes down to: the second line `[q, n)` is grown backwards from
+/// the cue's end while it fits (no manual break inside, at most `max_chars` graphemes), and each
+/// such `q` whose first line `[0, q)` also fits costs `cost(0, q) + cost(q, n)`; the lowest cost
+/// wins, the largest `q` on ties (the DP visits `q` downwards and keeps the first of equal costs).
+/// Line lengths and widths come from prefix sums, so each `q` costs O(1); the costs are the DP's,
+/// term for term.
+fn balance_two(p: &Params, cue: &[Unit], prefix: u32, suffix: u32, s: &mut Scratch) {
+    let n = cue.len();
+    let deco = |idx: usize| -> u32 {
+        (if idx == 0 { prefix } else { 0 }) + if idx + 1 == n { suffix } else { 0 }
+    };
+    // `lens[x]`, `wids[x]`: graphemes and width of units [0, x), each unit counted with the
+    // separator before it; a line [q, e) is `lens[e] - lens[q] - sep(q)` long.
+    s.dp.clear();
+    s.parent.clear();
+    let (lens, wids) = (&mut s.dp, &mut s.parent);
+    let (mut l, mut w) = (0i64, 0u32);
+    lens.push(0);
+    wids.push(0);
+    // The first unit with a manual line break after it, if any before the last unit.
+    let mut first_manual = n;
+    for (x, u) in cue.iter().enumerate() {
+        let sep = u.sep as u32;
+        l += (u.g + deco(x) + sep) as i64;
+        w += u.w + deco(x) + sep;
+        lens.push(l);
+        wids.push(w);
+        if x + 1 < n && u.has(LINE_AFTER) && first_manual == n {
+            first_manual = x;
+        }
+    }
+    let sep = |x: usize| cue[x].sep as i64;
+    let len = |q: usize, e: usize| lens[e] - lens[q] - sep(q);
+    let wid = |q: usize, e: usize| wids[e] as i64 - wids[q] as i64 - sep(q);
+    let total = wid(0, n);
+    let max = p.max_chars as i64;
+    let orphan_below = p.max_chars / 3;
+    // A line's cost as `balance` works it out with k = 2 (`brk`: the break after it).
+    let line_cost = |q: usize, e: usize, brk: i64| -> i64 {
+        let dev = wid(q, e) * 2 - total;
+        let mut cost = dev * dev / 16 + brk;
+        if e - q == 1 && n > 2 && cue[q].g < orphan_below {
+            cost += 200;
+        }
+        cost
+    };
+    let mut best = i64::MAX;
+    let mut best_q = 0;
+    let mut q = n;
+    while q > 1 {
+        q -= 1;
+        // The second line [q, n): no manual break before its last unit, and it fits.
+        if (q + 1 < n && cue[q].has(LINE_AFTER)) || len(q, n) > max {
+            break;
+        }
+        // The first line [0, q): the same.
+        if first_manual < q - 1 || len(0, q) > max {
+            continue;
+        }
+        let c = line_cost(0, q, line_break_cost(p, &cue[q - 1])) + line_cost(q, n, 0);
+        if c < best {
+            best = c;
+            best_q = q;
+        }
+    }
+    if best == i64::MAX {
+        // Cannot happen when two is the greedy count; fall back to greedy as `balance` does.
+        greedy_breaks(p, cue, prefix, suffix, &mut s.starts);
+        return;
+    }
+    s.starts.push(0);
+    s.starts.push(best_q as u32);
 }
 
 /// Chooses `k` lines that are as even as possible in display width, preferring breaks after

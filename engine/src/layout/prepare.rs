@@ -200,6 +200,10 @@ fn measure_common(s: &str) -> Option<(u32, u32)> {
 
 /// Chinese and Japanese scripts (and their punctuation), which are written without spaces.
 fn is_cjk(c: char) -> bool {
+    // Below the first range (every Latin, Greek, Cyrillic, Hebrew, Arabic letter): one compare.
+    if (c as u32) < 0x2E80 {
+        return false;
+    }
     matches!(c as u32,
         0x2E80..=0x2FFF | 0x3000..=0x303F | 0x3040..=0x30FF | 0x3100..=0x31FF
         | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0xFF00..=0xFF65
@@ -410,9 +414,14 @@ impl<'f> Preparer<'f> {
             (Some(a), Some(z)) if a.is_ascii_graphic() && z.is_ascii_graphic() => w.text.as_str(),
             _ => w.text.trim(),
         };
+        // Printable ASCII (spaces included) has nothing to clean and one grapheme per byte; most
+        // words are.
+        let mut printable = trimmed.bytes().all(|b| (0x20..0x7f).contains(&b));
         let mut text: Cow<str> = Cow::Borrowed(trimmed);
-        if let Some(c) = clean(&text) {
-            text = Cow::Owned(c);
+        if !printable {
+            if let Some(c) = clean(&text) {
+                text = Cow::Owned(c);
+            }
         }
         if text.is_empty() {
             return;
@@ -428,6 +437,7 @@ impl<'f> Preparer<'f> {
         if let Some(f) = self.opts.forbid {
             if let Some(r) = f.apply(&text) {
                 text = Cow::Owned(clean(&r).unwrap_or(r).trim().to_string());
+                printable = false;
             }
         }
         if text.is_empty() {
@@ -463,7 +473,12 @@ impl<'f> Preparer<'f> {
         };
         self.prev_last_char = text.chars().next_back();
         self.prev_speaker = Some(w.speaker);
-        let (g, width) = measure(&text);
+        // Capitalising printable ASCII keeps it printable ASCII.
+        let (g, width) = if printable {
+            (text.len() as u32, text.len() as u32)
+        } else {
+            measure(&text)
+        };
         let base_flags = if owned { IN_ARENA } else { 0 };
         let chunk = self.opts.chunk;
         if g <= chunk {

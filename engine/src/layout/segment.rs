@@ -54,11 +54,25 @@ fn hard_before(p: &Params, units: &[Unit], u: usize) -> bool {
         || b.start - a.end >= p.hard_pause
 }
 
+/// Buffers of [`fast_walk`], reused from cue end to cue end.
+#[derive(Default)]
+struct FastScratch {
+    /// Each start's lower bound and line count.
+    lower: Vec<(i64, u32)>,
+    /// The starts (as indices into `lower`) that may still win.
+    pick: Vec<u32>,
+}
+
 /// Buffers the segmentation reuses from chunk to chunk.
 #[derive(Default)]
 pub struct SegScratch {
     best: Vec<i64>,
     back: Vec<u32>,
+    /// `fit_start[e]`: the first unit of the longest line ending before unit `e` (see
+    /// [`fast_walk`]).
+    fit_start: Vec<u32>,
+    /// The fast walk's buffers (see [`fast_walk`]).
+    fast: FastScratch,
     sums: Sums,
 }
 
@@ -77,22 +91,45 @@ pub fn segment(
         scratch.best.resize(n, 0);
         scratch.back.clear();
         scratch.back.resize(n, 0);
+        scratch.fit_start.clear();
+        scratch.fit_start.resize(n, 0);
         // Prefix sums of graphemes and separators (the length of units [a, b) on one line is
         // `len[b] - len[a] - sep(a)`) and of manual line breaks, so a two-line cue is scored in
         // O(1) per break position.
         let sums = &mut scratch.sums;
         sums.len.clear();
+        sums.lead.clear();
         sums.line_after.clear();
         sums.line_cost.clear();
+        sums.pause.clear();
+        sums.head.clear();
+        sums.all_fit = true;
         let (mut t, mut l) = (0u64, 0u32);
         sums.len.push(0);
         sums.line_after.push(0);
+        let mut prev: Option<&Unit> = None;
         for u in units {
+            sums.lead.push(t + u.sep as u64);
             t += u.g as u64 + u.sep as u64;
             l += u.has(LINE_AFTER) as u32;
             sums.len.push(t);
             sums.line_after.push(l);
             sums.line_cost.push(super::lines::line_break_cost(p, u));
+            sums.all_fit &= u.g <= p.max_chars;
+            let (pause, head) = match prev {
+                Some(a) => (
+                    pause_cost(p, u.start - a.end),
+                    if !a.has(SENT_END) && a.speaker == u.speaker {
+                        HEAD_COST
+                    } else {
+                        0
+                    },
+                ),
+                None => (0, 0),
+            };
+            sums.pause.push(pause);
+            sums.head.push(head);
+            prev = Some(u);
         }
     }
     let mut a = base;
@@ -102,8 +139,14 @@ pub fn segment(
             b += 1;
         }
         if p.smart {
-            let SegScratch { best, back, sums } = scratch;
-            smart_run(p, units, sums, (a, b), best, back, cues);
+            let SegScratch {
+                best,
+                back,
+                fit_start,
+                fast,
+                sums,
+            } = scratch;
+            smart_run(p, units, sums, (a, b), best, back, fit_start, fast, cues);
         } else {
             greedy_run(p, units, a, b, cues);
         }
@@ -136,17 +179,26 @@ pub fn chunk_end(p: &Params, units: &[Unit], min: usize, max: usize) -> usize {
 /// Prefix sums over the units.
 #[derive(Default)]
 struct Sums {
+    /// `len[x]`: graphemes and separators of units [0, x).
     len: Vec<u64>,
+    /// `lead[x]`: `len[x]` and the separator before unit x (which a line starting at x drops).
+    lead: Vec<u64>,
     line_after: Vec<u32>,
     /// Cost of a line break after each unit.
     line_cost: Vec<i64>,
+    /// Every unit fits a line on its own.
+    all_fit: bool,
+    /// `pause[k]`: the pause cost of the silence before unit k (0 for the first unit).
+    pause: Vec<i64>,
+    /// `head[k]`: `HEAD_COST` when unit k - 1 does not end a sentence and has unit k's speaker.
+    head: Vec<i64>,
 }
 
 impl Sums {
     /// Graphemes of units [x, y) on one line.
     #[inline]
-    fn line(&self, units: &[Unit], x: usize, y: usize) -> i64 {
-        (self.len[y] - self.len[x]) as i64 - units[x].sep as i64
+    fn line(&self, x: usize, y: usize) -> i64 {
+        (self.len[y] - self.lead[x]) as i64
     }
 
     /// Manual line breaks after units [x, y).
@@ -195,112 +247,227 @@ fn break_cost(p: &Params, units: &[Unit], u: usize) -> i64 {
     c
 }
 
-#[allow(clippy::too_many_arguments)]
-fn smart_run(
+/// What the cost of a cue `[i, j)` needs of its end `j`, worked out once per end.
+struct End<'a> {
+    j: usize,
+    last: &'a Unit,
+    /// `...` after the cue.
+    suffix: u32,
+    /// Cost of the break after the cue (0 at the run's end).
+    brk: i64,
+    /// How far the cue may run on: up to the next cue minus the frame gap.
+    room_end: i64,
+    max_dur: i64,
+    /// The cue ends inside a sentence that the next cue (same speaker) carries on.
+    open_end: bool,
+    /// The run `[a, b)`.
+    a: usize,
+    b: usize,
+    /// The first break position after which the last line `[r + 1, j)` fits (see
+    /// [`two_line_cost`]).
+    first_r: usize,
+    /// No decorations and no manual line break among the starts walked (the fast walk): every
+    /// two-line split from `first_r` on has a fitting last line and no manual break.
+    plain: bool,
+}
+
+/// What the backward walk knows of a candidate start `i` of the cue ending at `End::j`.
+struct Cand {
+    i: usize,
+    /// Lines the cue takes (decorations included).
+    lines: u32,
+    /// Two speakers, one line each.
+    dialogue: bool,
+    /// The longest silence between two of the cue's units (0 when none).
+    max_gap: i64,
+    /// A sentence ends inside the cue (before its last unit).
+    inner_end: bool,
+    /// Graphemes of units `[i, j)` on one line.
+    chars: i64,
+    /// `...` before the cue.
+    prefix: u32,
+}
+
+/// The cost of the cue `[c.i, e.j)` added to `best[c.i]`, or `None` once it is known to be at
+/// least `best_cost` (every term is >= 0, so the terms are added cheapest first and the candidate
+/// dropped as soon as it loses).
+#[inline(always)]
+fn cue_cost(
     p: &Params,
     units: &[Unit],
     sums: &Sums,
-    (a, b): (usize, usize),
-    best: &mut [i64],
-    back: &mut [u32],
-    cues: &mut Vec<(usize, usize)>,
-) {
-    best[a] = 0;
-    let run_len = b - a;
-    let max_dur = p.max_dur.unwrap_or(i64::MAX);
-    for j in a + 1..=b {
-        let last = &units[j - 1];
-        let suffix = suf(p, units, j);
-        let brk = if j == b {
-            0
+    best: &[i64],
+    e: &End<'_>,
+    c: &Cand,
+    best_cost: i64,
+) -> Option<i64> {
+    let (i, j) = (c.i, e.j);
+    let u = &units[i];
+    let single = i == j - 1;
+    let mut cost = best[i] + CUE_COST + e.brk + (c.lines as i64 - 1) * p.line_cost;
+    if single && e.b - e.a > 1 {
+        let whole =
+            (i == 0 || units[i - 1].has(SENT_END) || i == e.a) && (u.has(SENT_END) || j == e.b);
+        cost += if whole {
+            SENTENCE_ORPHAN_COST.min(p.orphan_cost)
         } else {
-            break_cost(p, units, j - 1)
+            p.orphan_cost
         };
-        // How far the cue may run on: up to the next cue minus the frame gap.
-        let room_end = if j < units.len() {
-            units[j].start - p.gap_ms
-        } else {
-            last.end + 60_000
-        };
-        // The first break position after which the last line [r + 1, j) fits.
-        let mut first_r = j - 1;
-        while first_r > a && sums.line(units, first_r, j) + suffix as i64 <= p.max_chars as i64 {
-            first_r -= 1;
+    }
+    cost += pause_cost(p, c.max_gap);
+    if c.inner_end {
+        if e.open_end {
+            cost += TAIL_COST;
         }
-        let mut fit = BackFit {
-            lines: 1,
-            cur: last.g + suffix,
-            dialogue: false,
-            a_len: 0,
+        if i > e.a && !units[i - 1].has(SENT_END) && units[i - 1].speaker == u.speaker {
+            cost += HEAD_COST;
+        }
+    }
+    if c.dialogue {
+        cost += DIALOGUE_COST;
+    }
+    if cost >= best_cost {
+        return None;
+    }
+    rest_cost(p, units, sums, e, c, cost, best_cost)
+}
+
+/// The cost of a cue whose longest silence is `max_gap`.
+#[inline(always)]
+fn pause_cost(p: &Params, max_gap: i64) -> i64 {
+    if max_gap >= p.pause_threshold {
+        INTERNAL_PAUSE_COST + ((max_gap - p.pause_threshold) / 10).min(500)
+    } else {
+        0
+    }
+}
+
+/// [`cue_cost`] from `cost` (every term up to the dialogue cost) on: reading pace and line
+/// balance.
+#[inline(always)]
+fn rest_cost(
+    p: &Params,
+    units: &[Unit],
+    sums: &Sums,
+    e: &End<'_>,
+    c: &Cand,
+    mut cost: i64,
+    best_cost: i64,
+) -> Option<i64> {
+    let (i, j) = (c.i, e.j);
+    let u = &units[i];
+    let single = i == j - 1;
+    if p.pace {
+        let span = (e.last.end - u.start).max(1);
+        let text = c.chars + (c.prefix + e.suffix) as i64;
+        let needed = text * p.us_per_char / 1000;
+        let avail = (e.room_end - u.start).min(e.max_dur).max(span).max(1);
+        // Worked out without branches: they would be mispredicted half of the time. When
+        // `needed <= avail` the division gives 0.0, the term's value in that case.
+        let shown = needed.max(span).max(p.min_dur).min(avail);
+        let flash = if p.avoid_flash && shown < FLASH_MS {
+            (FLASH_MS - shown) / 4
+        } else {
+            0
         };
-        let mut chars: i64 = last.g as i64;
-        let mut max_gap: i64 = 0;
-        // Whether a sentence ends inside the cue (before its last unit).
-        let mut inner_end = false;
-        let open_end = j < b && !last.has(SENT_END) && units[j].speaker == last.speaker;
-        let mut best_cost = i64::MAX;
-        let mut best_i = j - 1;
-        // `j - i > max_words` as a bound on `i`.
-        let i_lim = j.saturating_sub(p.max_words as usize);
-        let mut i = j - 1;
-        loop {
-            let u = &units[i];
-            if i < j - 1 {
-                // Add unit i in front of unit i + 1.
-                let nx = &units[i + 1];
-                let sep = nx.sep as u32;
-                let gap = nx.start - u.end;
-                if gap > max_gap {
-                    max_gap = gap;
-                }
-                if u.has(SENT_END) {
-                    inner_end = true;
-                }
-                if i < i_lim || last.end - u.start > max_dur {
+        // A float division: IEEE division is exact and deterministic on every platform.
+        let over = (needed - avail).max(0) as f32 * 400.0 / avail as f32;
+        cost += flash + over.min(2000.0) as i64;
+        if cost >= best_cost {
+            return None;
+        }
+    }
+    if c.lines == 2 && !single && !c.dialogue {
+        cost += if e.plain {
+            two_line_cost_plain(p, sums, (i, j), e.first_r)
+        } else {
+            two_line_cost(p, sums, (i, j), (c.prefix, e.suffix), e.first_r)
+        };
+    }
+    (cost < best_cost).then_some(cost)
+}
+
+/// The backward walk over the starts of the cue ending at `End::j`, in its general form: the
+/// line fit is built unit by unit, so manual line breaks, decorations and a second speaker are all
+/// handled. Returns the best cost and start, the first (largest) start on ties.
+#[allow(clippy::too_many_arguments)]
+fn walk_general(
+    p: &Params,
+    units: &[Unit],
+    sums: &Sums,
+    best: &[i64],
+    e: &End<'_>,
+) -> (i64, usize) {
+    let (j, last) = (e.j, e.last);
+    let (mut best_cost, mut best_i) = (i64::MAX, j - 1);
+    // The state after start i + 1: the fit, graphemes and silences of units [i + 1, j).
+    let mut w = Walk {
+        chars: last.g as i64,
+        max_gap: 0,
+        inner_end: false,
+    };
+    let fit = &mut BackFit {
+        lines: 1,
+        cur: last.g + e.suffix,
+        dialogue: false,
+        a_len: 0,
+    };
+    // `j - i > max_words` as a bound on `i`.
+    let i_lim = j.saturating_sub(p.max_words as usize);
+    let mut i = j - 1;
+    loop {
+        let u = &units[i];
+        if i < j - 1 {
+            // Add unit i in front of unit i + 1.
+            let nx = &units[i + 1];
+            let sep = nx.sep as u32;
+            let gap = nx.start - u.end;
+            if gap > w.max_gap {
+                w.max_gap = gap;
+            }
+            if u.has(SENT_END) {
+                w.inner_end = true;
+            }
+            if i < i_lim || last.end - u.start > e.max_dur {
+                break;
+            }
+            w.chars += u.g as i64 + sep as i64;
+            if u.speaker != nx.speaker {
+                if fit.dialogue
+                    || !p.dialogue
+                    || fit.lines != 1
+                    || fit.cur + p.dash_len > p.max_chars
+                {
                     break;
                 }
-                chars += u.g as i64 + sep as i64;
-                if u.speaker != nx.speaker {
-                    if fit.dialogue
-                        || !p.dialogue
-                        || fit.lines != 1
-                        || fit.cur + p.dash_len > p.max_chars
-                    {
-                        break;
-                    }
-                    fit.dialogue = true;
-                    fit.lines = 2;
-                    fit.a_len = u.g;
-                } else if fit.dialogue {
-                    if u.has(LINE_AFTER) {
-                        break;
-                    }
-                    fit.a_len += sep + u.g;
-                    if fit.a_len + p.dash_len > p.max_chars {
-                        break;
-                    }
-                } else if u.has(LINE_AFTER) || fit.cur + sep + u.g > p.max_chars {
-                    fit.lines += 1;
-                    fit.cur = u.g;
-                    if fit.lines > p.max_lines {
-                        break;
-                    }
-                } else {
-                    fit.cur += sep + u.g;
-                }
-            }
-            // Every other term is >= 0: a candidate whose base already loses is skipped before
-            // its line count is worked out.
-            let base = best[i] + CUE_COST + brk;
-            let prefix = if base >= best_cost {
-                0
-            } else {
-                pre(p, units, i)
-            };
-            let single = i == j - 1;
-            let lines_eff = if base >= best_cost {
-                None
+                fit.dialogue = true;
+                fit.lines = 2;
+                fit.a_len = u.g;
             } else if fit.dialogue {
+                if u.has(LINE_AFTER) {
+                    break;
+                }
+                fit.a_len += sep + u.g;
+                if fit.a_len + p.dash_len > p.max_chars {
+                    break;
+                }
+            } else if u.has(LINE_AFTER) || fit.cur + sep + u.g > p.max_chars {
+                fit.lines += 1;
+                fit.cur = u.g;
+                if fit.lines > p.max_lines {
+                    break;
+                }
+            } else {
+                fit.cur += sep + u.g;
+            }
+        }
+        // Every other term is >= 0: a candidate whose base already loses is skipped before
+        // its line count is worked out.
+        let base = best[i] + CUE_COST + e.brk;
+        if base < best_cost {
+            let prefix = pre(p, units, i);
+            let single = i == j - 1;
+            let lines_eff = if fit.dialogue {
                 if fit.a_len + p.dash_len + prefix > p.max_chars {
                     None
                 } else {
@@ -313,75 +480,149 @@ fn smart_run(
             };
             let lines_eff = match lines_eff {
                 Some(l) if l <= p.max_lines => Some(l),
-                _ if single && base < best_cost => Some(p.max_lines.min(2)),
+                _ if single => Some(p.max_lines.min(2)),
                 _ => None,
             };
-            // The terms are added cheapest first, and the candidate dropped as soon as it loses.
             if let Some(lines) = lines_eff {
-                'eval: {
-                    let mut cost = base + (lines as i64 - 1) * p.line_cost;
-                    if single && run_len > 1 {
-                        let whole = (i == 0 || units[i - 1].has(SENT_END) || i == a)
-                            && (u.has(SENT_END) || j == b);
-                        cost += if whole {
-                            SENTENCE_ORPHAN_COST.min(p.orphan_cost)
-                        } else {
-                            p.orphan_cost
-                        };
-                    }
-                    if max_gap >= p.pause_threshold {
-                        cost += INTERNAL_PAUSE_COST + ((max_gap - p.pause_threshold) / 10).min(500);
-                    }
-                    if inner_end {
-                        if open_end {
-                            cost += TAIL_COST;
-                        }
-                        if i > a && !units[i - 1].has(SENT_END) && units[i - 1].speaker == u.speaker
-                        {
-                            cost += HEAD_COST;
-                        }
-                    }
-                    if fit.dialogue {
-                        cost += DIALOGUE_COST;
-                    }
-                    if cost >= best_cost {
-                        break 'eval;
-                    }
-                    if p.pace {
-                        let span = (last.end - u.start).max(1);
-                        let text = chars + (prefix + suffix) as i64;
-                        let needed = text * p.us_per_char / 1000;
-                        let avail = (room_end - u.start).min(max_dur).max(span).max(1);
-                        if needed > avail {
-                            // A float division: this is the hottest line of the layout, and IEEE
-                            // division is exact and deterministic on every platform.
-                            let over = (needed - avail) as f32 * 400.0 / avail as f32;
-                            cost += over.min(2000.0) as i64;
-                        }
-                        if p.avoid_flash {
-                            let shown = needed.max(span).max(p.min_dur).min(avail);
-                            if shown < FLASH_MS {
-                                cost += (FLASH_MS - shown) / 4;
-                            }
-                        }
-                        if cost >= best_cost {
-                            break 'eval;
-                        }
-                    }
-                    if lines == 2 && !single && !fit.dialogue {
-                        cost += two_line_cost(p, units, sums, (i, j), (prefix, suffix), first_r);
-                    }
-                    if cost < best_cost {
-                        best_cost = cost;
-                        best_i = i;
-                    }
+                let c = Cand {
+                    i,
+                    lines,
+                    dialogue: fit.dialogue,
+                    max_gap: w.max_gap,
+                    inner_end: w.inner_end,
+                    chars: w.chars,
+                    prefix,
+                };
+                if let Some(cost) = cue_cost(p, units, sums, best, e, &c, best_cost) {
+                    best_cost = cost;
+                    best_i = i;
                 }
             }
-            if i == a {
-                break;
-            }
-            i -= 1;
         }
+        if i == e.a {
+            break;
+        }
+        i -= 1;
+    }
+    (best_cost, best_i)
+}
+
+/// What the general walk carries from start to start besides the line fit.
+struct Walk {
+    chars: i64,
+    max_gap: i64,
+    inner_end: bool,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn smart_run(
+    p: &Params,
+    units: &[Unit],
+    sums: &Sums,
+    (a, b): (usize, usize),
+    best: &mut [i64],
+    back: &mut [u32],
+    fit_start: &mut [u32],
+    fast_scratch: &mut FastScratch,
+    cues: &mut Vec<(usize, usize)>,
+) {
+    best[a] = 0;
+    let max_dur = p.max_dur.unwrap_or(i64::MAX);
+    let max_chars = p.max_chars as i64;
+    // The fast walk (below) needs every line to be free of decorations and every unit to fit a
+    // line on its own, which holds unless ellipsisContinuation is on.
+    let fast = !p.ellipsis && sums.all_fit;
+    // Two pointers, both only moving forward as `j` grows: the first unit of the longest line
+    // ending before `j`, and the first unit a cue ending at `j` may start with under maxDuration
+    // (unit ends never decrease, since overlaps are trimmed).
+    let mut fit_ptr = a;
+    let mut dur_ptr = a;
+    // The last speaker change (between units c and c + 1) and sentence end before unit j - 1.
+    let mut last_change: Option<usize> = None;
+    // The speaker change before `last_change`.
+    let mut prev_change: Option<usize> = None;
+    let mut last_sent: Option<usize> = None;
+    for j in a + 1..=b {
+        let last = &units[j - 1];
+        if j >= a + 2 {
+            let k = j - 2;
+            if units[k].speaker != last.speaker {
+                prev_change = last_change;
+                last_change = Some(k);
+            }
+            if units[k].has(SENT_END) {
+                last_sent = Some(k);
+            }
+        }
+        while fit_ptr + 1 < j && sums.line(fit_ptr, j) > max_chars {
+            fit_ptr += 1;
+        }
+        fit_start[j] = fit_ptr as u32;
+        while dur_ptr + 1 < j && last.end - units[dur_ptr].start > max_dur {
+            dur_ptr += 1;
+        }
+        let suffix = suf(p, units, j);
+        let brk = if j == b {
+            0
+        } else {
+            break_cost(p, units, j - 1)
+        };
+        let room_end = if j < units.len() {
+            units[j].start - p.gap_ms
+        } else {
+            last.end + 60_000
+        };
+        let open_end = j < b && !last.has(SENT_END) && units[j].speaker == last.speaker;
+        let (best_cost, best_i) = if fast {
+            let mut e = End {
+                j,
+                last,
+                suffix,
+                brk,
+                room_end,
+                max_dur,
+                open_end,
+                a,
+                b,
+                first_r: 0,
+                plain: true,
+            };
+            fast_walk(
+                p,
+                units,
+                sums,
+                best,
+                fit_start,
+                fast_scratch,
+                &mut e,
+                dur_ptr,
+                (prev_change, last_change),
+                last_sent,
+            )
+        } else {
+            None
+        }
+        .unwrap_or_else(|| {
+            // The first break position after which the last line [r + 1, j) fits.
+            let mut first_r = j - 1;
+            while first_r > a && sums.line(first_r, j) + suffix as i64 <= p.max_chars as i64 {
+                first_r -= 1;
+            }
+            let e = End {
+                j,
+                last,
+                suffix,
+                brk,
+                room_end,
+                max_dur,
+                open_end,
+                a,
+                b,
+                first_r,
+                plain: false,
+            };
+            walk_general(p, units, sums, best, &e)
+        });
         best[j] = best_cost;
         back[j] = best_i as u32;
     }
@@ -394,6 +635,195 @@ fn smart_run(
         j = i;
     }
     cues[first..].reverse();
+}
+
+/// The backward walk over the starts of the cue ending at `e.j` when there are no decorations
+/// (no ellipsisContinuation) and no manual line break among the candidates; `None` (nothing
+/// done) when a manual line break is in the way.
+///
+/// Without those, the walk's line fit of `[i, j)` is the same for every cue ending at `j`: its
+/// last line is the longest line ending at `j`, `[s1, j)` with `s1 = fit_start[j]`, the line
+/// before it `[s2, s1)` with `s2 = fit_start[s1]`, and so on. So start `i` takes `m` lines when
+/// `s_m <= i < s_(m-1)`, and the walk stops below `s_max_lines`, below `max_words` units, or
+/// when maxDuration is exceeded. Every other term of the walk (graphemes, sentence ends, longest
+/// silence) comes from prefix sums or a running maximum.
+///
+/// That makes the order of evaluation free. A first pass works out each start's cost up to the
+/// reading pace (`lower`, a lower bound of its cost: the later terms are >= 0); the start with the
+/// lowest bound is then costed in full first, which usually makes it the bar every other start
+/// must beat, so most of them are dropped on their bound. Ties go to the largest start, as in the
+/// general walk (which visits starts largest first and keeps the first of equal costs): a start
+/// above the current best wins on an equal cost, one below it does not.
+///
+/// A second speaker (dialogue) only starts at the last speaker change `c` before `j`: the general
+/// walk, once it reaches `c`, makes the cue a dialogue if `[c + 1, j)` is one line that fits with
+/// the dash, and then goes on while the first speaker's part `[i, c + 1)` fits with the dash (a
+/// manual line break or another speaker change ends it). Those starts take two lines and the
+/// dialogue cost; the fast walk bounds them like the others.
+#[allow(clippy::too_many_arguments)]
+fn fast_walk(
+    p: &Params,
+    units: &[Unit],
+    sums: &Sums,
+    best: &[i64],
+    fit_start: &[u32],
+    FastScratch { lower, pick }: &mut FastScratch,
+    e: &mut End<'_>,
+    dur_lo: usize,
+    (prev_change, last_change): (Option<usize>, Option<usize>),
+    last_sent: Option<usize>,
+) -> Option<(i64, usize)> {
+    let (a, j) = (e.a, e.j);
+    let max_chars = p.max_chars as i64;
+    let s1 = fit_start[j] as usize;
+    if sums.line(s1, j) > max_chars {
+        return None;
+    }
+    e.first_r = s1.saturating_sub(1).max(a);
+    // The lowest start the line fit allows.
+    let mut fit_lo = s1;
+    let mut lines = 1;
+    while lines < p.max_lines && fit_lo > a {
+        fit_lo = fit_start[fit_lo] as usize;
+        lines += 1;
+    }
+    let i_lim = j.saturating_sub(p.max_words as usize);
+    let lo_fit = fit_lo.max(i_lim).max(dur_lo).max(a);
+    // Whether the walk reaches the speaker change c: every start in (c, j - 1) fits.
+    let change = last_change.filter(|&c| c + 1 >= lo_fit || c + 1 == j - 1);
+    let lo = match change {
+        Some(c) => c + 1,
+        None => lo_fit,
+    };
+    // The dialogue starts [d_lo, lo) before the speaker change, if the general walk would turn
+    // the cue into a dialogue at c: it does when start c + 1 is one line that fits with the dash
+    // and c is within maxWords and maxDuration; it then goes on while the first speaker's line
+    // (with the dash) fits, before another speaker change and before a manual line break.
+    let mut d_lo = lo;
+    if let Some(c) = change {
+        let turns = c + 1 >= s1
+            && sums.line(c + 1, j) + i64::from(p.dash_len) <= max_chars
+            && c >= i_lim.max(dur_lo);
+        if turns && p.max_lines >= 2 {
+            let floor = i_lim.max(dur_lo).max(prev_change.map_or(a, |c2| c2 + 1));
+            d_lo = c;
+            while d_lo > floor && sums.line(d_lo - 1, c + 1) + i64::from(p.dash_len) <= max_chars {
+                d_lo -= 1;
+            }
+            if d_lo == c && units[c].g + p.dash_len > p.max_chars {
+                // Not even the speaker change's unit fits with the dash: no dialogue start.
+                d_lo = lo;
+            } else if sums.breaks(d_lo, c) > 0 {
+                return None;
+            }
+        }
+    }
+    if lo + 1 < j && sums.breaks(lo, j - 1) > 0 {
+        return None;
+    }
+    // A sentence ends inside the cue [i, j) when i < sent_end.
+    let sent_end = last_sent.map_or(0, |s| s + 1);
+    let inner_end = |i: usize| i < sent_end;
+    let cand = |i: usize, lines: u32| Cand {
+        i,
+        lines,
+        dialogue: i < lo,
+        max_gap: 0,
+        inner_end: inner_end(i),
+        chars: sums.line(i, j),
+        prefix: 0,
+    };
+    let mut best_cost = i64::MAX;
+    let mut best_i = j - 1;
+    // Pass 1: the starts in (d_lo..j - 1).rev(), in lines 1, 2, ... of the fit, then the dialogue
+    // starts, with their lower bounds.
+    let tail = if e.open_end { TAIL_COST } else { 0 };
+    // The pause cost of the longest silence so far: the pause cost never decreases with the
+    // silence, so this is `pause_cost(max_gap)`.
+    let mut pause: i64 = 0;
+    let mut line_start = s1;
+    let mut m = 1;
+    let mut fixed = CUE_COST + e.brk;
+    let (mut min_lower, mut min_at) = (i64::MAX, 0);
+    // The lowest bound but one.
+    let mut second = i64::MAX;
+    // Start k of the buffer is j - 2 - k.
+    let count = (j - 1).saturating_sub(d_lo);
+    if lower.len() < count {
+        lower.resize(count, (0, 0));
+    }
+    let lower = &mut lower[..count];
+    let split = (j - 1).saturating_sub(lo);
+    let (plain, dialogue) = lower.split_at_mut(split);
+    for (k, slot) in plain.iter_mut().enumerate() {
+        let i = j - 2 - k;
+        while i < line_start {
+            line_start = fit_start[line_start] as usize;
+            m += 1;
+            fixed += p.line_cost;
+        }
+        pause = pause.max(sums.pause[i + 1]);
+        let head = if i > a { sums.head[i] } else { 0 };
+        let inner = if i < sent_end { tail + head } else { 0 };
+        let cost = best[i] + fixed + pause + inner;
+        *slot = (cost, m);
+        let lowest = cost < min_lower;
+        second = if lowest { min_lower } else { second.min(cost) };
+        min_lower = if lowest { cost } else { min_lower };
+        min_at = if lowest { k } else { min_at };
+    }
+    let fixed = CUE_COST + e.brk + p.line_cost + DIALOGUE_COST;
+    for (k, slot) in (split..).zip(dialogue.iter_mut()) {
+        let i = j - 2 - k;
+        pause = pause.max(sums.pause[i + 1]);
+        let head = if i > a { sums.head[i] } else { 0 };
+        let inner = if i < sent_end { tail + head } else { 0 };
+        let cost = best[i] + fixed + pause + inner;
+        *slot = (cost, 2);
+        let lowest = cost < min_lower;
+        second = if lowest { min_lower } else { second.min(cost) };
+        min_lower = if lowest { cost } else { min_lower };
+        min_at = if lowest { k } else { min_at };
+    }
+    // Pass 2: the lowest bound first, then the others largest start first.
+    let at = |k: usize| j - 2 - k;
+    if let Some(&(cost, m)) = lower.get(min_at) {
+        let i = at(min_at);
+        if let Some(c) = rest_cost(p, units, sums, e, &cand(i, m), cost, best_cost) {
+            (best_cost, best_i) = (c, i);
+        }
+    }
+    // The one-unit cue: the largest start, so it wins an equal cost.
+    let bar = best_cost.saturating_add(i64::from(best_i < j - 1));
+    if let Some(c) = cue_cost(p, units, sums, best, e, &cand(j - 1, 1), bar) {
+        (best_cost, best_i) = (c, j - 1);
+    }
+    // The starts that may still win: the bar only comes down from here, so this keeps a superset
+    // (without a branch per start).
+    let bar = best_cost.saturating_add(1);
+    if second >= bar {
+        return Some((best_cost, best_i));
+    }
+    if pick.len() < count {
+        pick.resize(count, 0);
+    }
+    let mut kept = 0;
+    for (k, &(cost, _)) in lower.iter().enumerate() {
+        pick[kept] = k as u32;
+        kept += usize::from(cost < bar && k != min_at);
+    }
+    for &k in &pick[..kept] {
+        let (cost, m) = lower[k as usize];
+        let i = at(k as usize);
+        // On an equal cost a larger start wins.
+        let bar = best_cost.saturating_add(i64::from(i > best_i));
+        if cost < bar {
+            if let Some(c) = rest_cost(p, units, sums, e, &cand(i, m), cost, bar) {
+                (best_cost, best_i) = (c, i);
+            }
+        }
+    }
+    Some((best_cost, best_i))
 }
 
 /// Forward line fit, as greedy fill and rendering use it.
@@ -497,7 +927,6 @@ fn greedy_run(p: &Params, units: &[Unit], a: usize, b: usize, cues: &mut Vec<(us
 /// (the last line fits) while the first line fits.
 fn two_line_cost(
     p: &Params,
-    units: &[Unit],
     sums: &Sums,
     (i, j): (usize, usize),
     (prefix, suffix): (u32, u32),
@@ -506,17 +935,37 @@ fn two_line_cost(
     let max = p.max_chars as i64;
     let mut best = i64::MAX;
     for r in first_r.max(i)..j - 1 {
-        let l1 = sums.line(units, i, r + 1) + prefix as i64;
+        let l1 = sums.line(i, r + 1) + prefix as i64;
         if l1 > max {
             break;
         }
-        let l2 = sums.line(units, r + 1, j) + suffix as i64;
+        let l2 = sums.line(r + 1, j) + suffix as i64;
         if l2 > max || sums.breaks(i, r) > 0 || sums.breaks(r + 1, j - 1) > 0 {
             continue;
         }
         let d = l1 - l2;
         let c = sums.line_cost[r] + d * d / 8;
         best = best.min(c);
+    }
+    if best == i64::MAX {
+        0
+    } else {
+        best
+    }
+}
+
+/// [`two_line_cost`] without decorations or manual line breaks (`End::plain`): from `first_r` on
+/// the last line always fits, so only the first line is checked.
+fn two_line_cost_plain(p: &Params, sums: &Sums, (i, j): (usize, usize), first_r: usize) -> i64 {
+    let max = p.max_chars as i64;
+    let mut best = i64::MAX;
+    for r in first_r.max(i)..j - 1 {
+        let l1 = sums.line(i, r + 1);
+        if l1 > max {
+            break;
+        }
+        let d = l1 - sums.line(r + 1, j);
+        best = best.min(sums.line_cost[r] + d * d / 8);
     }
     if best == i64::MAX {
         0

@@ -100,10 +100,17 @@ impl<'a> Emitter<'a> {
     fn emit(&mut self, c: Pending, e: i64, hi: usize) {
         let texts = self.texts;
         let lo = c.lo.min(hi);
-        // Sized once: `filter_map` gives no exact size hint, and growing the Vec reallocated
-        // several times per cue.
-        let mut words = Vec::with_capacity(hi - lo);
-        words.extend((lo..hi).filter_map(|k| texts.words.get(texts.index(k)).cloned()));
+        let words = match (texts.order, texts.words.get(lo..hi)) {
+            // Input already in reading order: the words are one slice.
+            (None, Some(ws)) => ws.to_vec(),
+            _ => {
+                // Sized once: `filter_map` gives no exact size hint, and growing the Vec
+                // reallocated several times per cue.
+                let mut words = Vec::with_capacity(hi - lo);
+                words.extend((lo..hi).filter_map(|k| texts.words.get(texts.index(k)).cloned()));
+                words
+            }
+        };
         self.cues.push(Cue {
             index: self.cues.len() as u32 + 1,
             start: self.fr.frame_start(c.s),
