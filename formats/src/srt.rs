@@ -578,8 +578,10 @@ mod tests {
                     Some(fast.0),
                     "{s}"
                 );
+                read += 1;
             }
         }
+        assert!(read >= 10, "only {read} times were read");
     }
 
     #[test]
