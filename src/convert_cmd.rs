@@ -681,7 +681,7 @@ mod tests {
         let w = cues_to_words(&[cue]);
         let v: Vec<_> = w
             .iter()
-            .map(|w| (w.text.as_str(), w.start.0, w.end.0, w.speaker))
+            .map(|w| (w.text.as_ref(), w.start.0, w.end.0, w.speaker))
             .collect();
         assert_eq!(
             v,

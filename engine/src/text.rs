@@ -118,7 +118,7 @@ pub fn apply_vocabulary(words: &[Word], terms: &[String]) -> Vec<Word> {
                 let first = &words[i];
                 let last = &words[i + len - 1];
                 out.push(Word {
-                    text: respell(&first.text, &last.text, term),
+                    text: respell(&first.text, &last.text, term).into(),
                     start: first.start,
                     end: last.end.max(first.start),
                     speaker: first.speaker,
@@ -283,11 +283,11 @@ pub fn clean_words(words: &[Word], language: &str) -> Vec<Word> {
         if core.is_empty() || !is_filler(&filler_key(core)) {
             let mut kept = word.clone();
             if !lead_for_next.is_empty() {
-                kept.text.insert_str(0, &lead_for_next);
+                kept.edit_text(|t| t.insert_str(0, &lead_for_next));
                 lead_for_next.clear();
             }
             if capitalise_next {
-                capitalise_first_letter(&mut kept.text);
+                kept.edit_text(capitalise_first_letter);
                 capitalise_next = false;
             }
             removed_since_last_kept = false;
@@ -310,9 +310,11 @@ pub fn clean_words(words: &[Word], language: &str) -> Vec<Word> {
         if trail.chars().any(is_sentence_end) && !trails_off {
             // The filler ended the sentence: the previous word ends it now.
             if let Some(prev) = out.last_mut().filter(|w| !ends_sentence(&w.text)) {
-                strip_trailing_clause_marks(&mut prev.text);
                 let end = trail.trim_start_matches(is_clause_mark);
-                prev.text.push_str(end);
+                prev.edit_text(|t| {
+                    strip_trailing_clause_marks(t);
+                    t.push_str(end);
+                });
             }
             capitalise_next = false;
             comma_owed_to_removal = false;
@@ -325,7 +327,7 @@ pub fn clean_words(words: &[Word], language: &str) -> Vec<Word> {
         } else if trail.chars().any(is_clause_mark) || trails_off {
             // `we, uh, went` and `we, uh... went`: the marks bracketed the filler.
             if let Some(prev) = out.last_mut() {
-                strip_trailing_clause_marks(&mut prev.text);
+                prev.edit_text(strip_trailing_clause_marks);
             }
         } else if out.last().is_some_and(|w| w.text.ends_with(is_clause_mark)) {
             comma_owed_to_removal = true;
@@ -336,7 +338,7 @@ pub fn clean_words(words: &[Word], language: &str) -> Vec<Word> {
         // Fillers ended the transcript: a comma left before them now dangles.
         if let Some(prev) = out.last_mut() {
             if comma_owed_to_removal || prev.text.ends_with(is_clause_mark) {
-                strip_trailing_clause_marks(&mut prev.text);
+                prev.edit_text(strip_trailing_clause_marks);
             }
         }
     }
@@ -459,7 +461,7 @@ mod tests {
     }
 
     fn texts(words: &[Word]) -> Vec<&str> {
-        words.iter().map(|w| w.text.as_str()).collect()
+        words.iter().map(|w| w.text.as_ref()).collect()
     }
 
     fn joined(words: &[Word]) -> String {
@@ -727,7 +729,7 @@ mod tests {
                 let (_, core, _) = split_affixes(&w.text, char::is_alphanumeric);
                 proptest::prop_assert!(!matches!(filler_key(core).as_str(), "um" | "uh"));
             }
-            let cues: Vec<Cue> = input.chunks(3).map(|c| cue(c.len() as u32 % 2, &c.iter().map(|w| w.text.as_str()).collect::<Vec<_>>())).collect();
+            let cues: Vec<Cue> = input.chunks(3).map(|c| cue(c.len() as u32 % 2, &c.iter().map(|w| w.text.as_ref()).collect::<Vec<_>>())).collect();
             let (text, truncated) = transcript_text(&cues, max);
             if let (Some(max), true) = (max, truncated) {
                 proptest::prop_assert!(text.trim_end_matches('\n').graphemes(true).count() <= max);

@@ -1,5 +1,7 @@
 //! Words as recognised (the stored source of truth) and cues as laid out (always derived).
 
+use std::sync::Arc;
+
 use crate::time::Millis;
 
 /// A manual break an editor pinned after a word; the layout honours it.
@@ -14,8 +16,9 @@ pub enum Break {
 /// One recognised word with its timing.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Word {
-    /// The word as recognised, punctuation attached (`"Hello,"`).
-    pub text: String,
+    /// The word as recognised, punctuation attached (`"Hello,"`). Shared, not copied: the cues laid
+    /// out from a word list hold the same text as the list (a clone is a reference count).
+    pub text: Arc<str>,
     /// Start of the word in media time.
     pub start: Millis,
     /// End of the word in media time; `end >= start` after normalisation.
@@ -28,7 +31,7 @@ pub struct Word {
 
 impl Word {
     /// A word without a manual break.
-    pub fn new(text: impl Into<String>, start: Millis, end: Millis, speaker: u32) -> Word {
+    pub fn new(text: impl Into<Arc<str>>, start: Millis, end: Millis, speaker: u32) -> Word {
         Word {
             text: text.into(),
             start,
@@ -36,6 +39,13 @@ impl Word {
             speaker,
             break_after: None,
         }
+    }
+
+    /// Changes the text through `f`, on a copy of its own (other copies of the word keep theirs).
+    pub fn edit_text(&mut self, f: impl FnOnce(&mut String)) {
+        let mut text = self.text.to_string();
+        f(&mut text);
+        self.text = text.into();
     }
 }
 

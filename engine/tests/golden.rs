@@ -204,7 +204,7 @@ fn forbidden_characters_are_replaced_in_lines_only() {
     assert!(cues
         .iter()
         .flat_map(|c| &c.words)
-        .any(|w| w.text == "Really?"));
+        .any(|w| &*w.text == "Really?"));
     assert!(cues
         .iter()
         .flat_map(|c| &c.lines)

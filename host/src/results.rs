@@ -173,7 +173,7 @@ fn cue_json(cue: &Cue) -> Value {
         "speaker": cue.speaker,
         "lines": cue.lines,
         "words": cue.words.iter().map(|w| json!({
-            "text": w.text,
+            "text": &*w.text,
             "start": seconds(w.start),
             "end": seconds(w.end),
         })).collect::<Vec<_>>(),

@@ -14,7 +14,7 @@ pub fn encode(words: &[Word]) -> String {
     let list: Vec<Value> = words
         .iter()
         .map(|w| {
-            let mut v = json!({"t": w.text, "s": w.start.0, "e": w.end.0, "p": w.speaker});
+            let mut v = json!({"t": &*w.text, "s": w.start.0, "e": w.end.0, "p": w.speaker});
             if let Some(b) = w.break_after {
                 v["b"] = json!(match b {
                     Break::Line => "line",

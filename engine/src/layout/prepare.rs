@@ -94,7 +94,7 @@ impl<'a> Texts<'a> {
         } else {
             self.words
                 .get(self.index(u.word as usize))
-                .map_or("", |w| w.text.as_str())
+                .map_or("", |w| &*w.text)
         };
         src.get(u.lo as usize..u.hi as usize).unwrap_or("")
     }
@@ -411,7 +411,7 @@ impl<'f> Preparer<'f> {
         let bytes = w.text.as_bytes();
         let trimmed = match (bytes.first(), bytes.last()) {
             // Most words need no trimming: they start and end with a visible ASCII character.
-            (Some(a), Some(z)) if a.is_ascii_graphic() && z.is_ascii_graphic() => w.text.as_str(),
+            (Some(a), Some(z)) if a.is_ascii_graphic() && z.is_ascii_graphic() => &*w.text,
             _ => w.text.trim(),
         };
         // Printable ASCII (spaces included) has nothing to clean and one grapheme per byte; most
