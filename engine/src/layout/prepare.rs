@@ -230,84 +230,54 @@ fn punctuation_flags(s: &str) -> (u8, u16) {
 
 /// Articles, prepositions, conjunctions, possessives and subject pronouns after which a break reads
 /// badly (English first, and the commonest ones of Dutch, German, French and Spanish).
+const WEAK_WORDS: [&[u8]; 67] = [
+    b"a", b"an", b"the", b"and", b"or", b"but", b"nor", b"of", b"to", b"in", b"on", b"at", b"by",
+    b"for", b"with", b"from", b"into", b"onto", b"upon", b"about", b"as", b"if", b"than", b"that",
+    b"because", b"while", b"my", b"your", b"his", b"her", b"our", b"their", b"its", b"this",
+    b"these", b"those", b"i", b"he", b"she", b"we", b"they", b"it", b"who", b"which", b"whose",
+    b"where", b"when", b"until", b"unless", b"de", b"het", b"een", b"en", b"der", b"die", b"das",
+    b"und", b"le", b"la", b"les", b"un", b"une", b"et", b"el", b"los", b"las", b"y",
+];
+
+/// A word of at most 7 bytes as one number: its bytes lower-cased (ASCII) in little-endian order,
+/// its length in the top byte. Two such words have the same key exactly when they are equal
+/// ignoring ASCII case.
+const fn word_key(b: &[u8]) -> u64 {
+    let mut k = (b.len() as u64) << 56;
+    let mut i = 0;
+    while i < b.len() && i < 7 {
+        k |= (b[i].to_ascii_lowercase() as u64) << (8 * i);
+        i += 1;
+    }
+    k
+}
+
+/// [`WEAK_WORDS`] as [`word_key`]s, sorted for a binary search: checking a word is a handful of
+/// integer comparisons instead of a string compare per candidate of its length.
+const WEAK_KEYS: [u64; WEAK_WORDS.len()] = {
+    let mut keys = [0u64; WEAK_WORDS.len()];
+    let mut n = 0;
+    while n < keys.len() {
+        // Insertion sort: const code has no `sort`.
+        let k = word_key(WEAK_WORDS[n]);
+        let mut at = n;
+        while at > 0 && keys[at - 1] > k {
+            keys[at] = keys[at - 1];
+            at -= 1;
+        }
+        keys[at] = k;
+        n += 1;
+    }
+    keys
+};
+
+/// Whether `s` is one of the [`WEAK_WORDS`], in any letter case.
 fn is_weak(s: &str) -> bool {
     let b = s.as_bytes();
     if b.is_empty() || b.len() > 7 || !s.is_ascii() {
         return false;
     }
-    let mut buf = [0u8; 7];
-    for (d, c) in buf.iter_mut().zip(b) {
-        *d = c.to_ascii_lowercase();
-    }
-    matches!(
-        &buf[..b.len()],
-        b"a" | b"an"
-            | b"the"
-            | b"and"
-            | b"or"
-            | b"but"
-            | b"nor"
-            | b"of"
-            | b"to"
-            | b"in"
-            | b"on"
-            | b"at"
-            | b"by"
-            | b"for"
-            | b"with"
-            | b"from"
-            | b"into"
-            | b"onto"
-            | b"upon"
-            | b"about"
-            | b"as"
-            | b"if"
-            | b"than"
-            | b"that"
-            | b"because"
-            | b"while"
-            | b"my"
-            | b"your"
-            | b"his"
-            | b"her"
-            | b"our"
-            | b"their"
-            | b"its"
-            | b"this"
-            | b"these"
-            | b"those"
-            | b"i"
-            | b"he"
-            | b"she"
-            | b"we"
-            | b"they"
-            | b"it"
-            | b"who"
-            | b"which"
-            | b"whose"
-            | b"where"
-            | b"when"
-            | b"until"
-            | b"unless"
-            | b"de"
-            | b"het"
-            | b"een"
-            | b"en"
-            | b"der"
-            | b"die"
-            | b"das"
-            | b"und"
-            | b"le"
-            | b"la"
-            | b"les"
-            | b"un"
-            | b"une"
-            | b"et"
-            | b"el"
-            | b"los"
-            | b"las"
-            | b"y"
-    )
+    WEAK_KEYS.binary_search(&word_key(b)).is_ok()
 }
 
 /// `s` with control characters and line breaks turned into single spaces, trimmed; `None` when
@@ -552,6 +522,37 @@ impl<'f> Preparer<'f> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn weak_words_are_found_in_any_case_and_nothing_else_is() {
+        let reference = |s: &str| {
+            WEAK_WORDS
+                .iter()
+                .any(|w| w.eq_ignore_ascii_case(s.as_bytes()))
+        };
+        let mut tried = 0;
+        for w in WEAK_WORDS {
+            let w = std::str::from_utf8(w).unwrap();
+            for v in [
+                w.to_string(),
+                w.to_uppercase(),
+                format!("{w}s"),
+                format!("x{w}"),
+                w[1..].to_string(),
+                format!("{w}\0"),
+                format!("{w}."),
+            ] {
+                assert_eq!(is_weak(&v), reference(&v), "{v:?}");
+                tried += 1;
+            }
+        }
+        for v in [
+            "", "A", "The", "BECAUSE", "becausee", "é", "der", "Der", "\0\0",
+        ] {
+            assert_eq!(is_weak(v), reference(v), "{v:?}");
+        }
+        assert!(tried > 400 && is_weak("The") && !is_weak("theory"));
+    }
     use super::*;
 
     #[test]
