@@ -354,7 +354,7 @@ struct OnePass<'a> {
 }
 
 impl OnePass<'_> {
-    /// Converts `source` into the output file through its temporary file. Anything but
+    /// Converts `input` into the output file through its temporary file. Anything but
     /// [`Streamed::Written`] leaves no file behind and asks for another way (the whole input for
     /// [`Streamed::NotUtf8`], the cue list otherwise); errors are final.
     fn run(&self, input: &mut Input) -> anyhow::Result<Streamed> {
