@@ -568,24 +568,30 @@ mod tests {
         assert!(!o.exists());
     }
 
-    #[test]
-    fn cues_out_of_order_are_written_sorted_over_an_older_file() {
+    /// Converts `srt` (as `in.srt`) to `out.vtt`, where an older `out.vtt` holds `old`: the outcome
+    /// and what `out.vtt` holds afterwards, once it is checked that no temporary file is left.
+    fn srt_to_vtt_over_old(srt: &[u8]) -> (anyhow::Result<()>, String) {
         let dir = tempfile::tempdir().unwrap();
         let (i, o) = (dir.path().join("in.srt"), dir.path().join("out.vtt"));
+        std::fs::write(&o, "old").unwrap();
+        std::fs::write(&i, srt).unwrap();
+        let r = run(args(&i, &o));
+        assert!(!dir.path().join("out.vtt.tmp").exists());
+        (r, std::fs::read_to_string(&o).unwrap())
+    }
+
+    #[test]
+    fn cues_out_of_order_are_written_sorted_over_an_older_file() {
         // The one-pass conversion writes the first cue, meets the second and gives up; the cue
         // list then sorts them. The older output is replaced whole.
-        std::fs::write(&o, "old").unwrap();
-        std::fs::write(
-            &i,
-            "1\n00:00:05,000 --> 00:00:06,000\nlater\n\n2\n00:00:01,000 --> 00:00:02,000\nearlier\n",
-        )
-        .unwrap();
-        run(args(&i, &o)).unwrap();
+        let (r, out) = srt_to_vtt_over_old(
+            b"1\n00:00:05,000 --> 00:00:06,000\nlater\n\n2\n00:00:01,000 --> 00:00:02,000\nearlier\n",
+        );
+        r.unwrap();
         assert_eq!(
-            std::fs::read_to_string(&o).unwrap(),
+            out,
             "WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nearlier\n\n00:00:05.000 --> 00:00:06.000\nlater\n\n"
         );
-        assert!(!dir.path().join("out.vtt.tmp").exists());
     }
 
     #[cfg(unix)]
@@ -603,7 +609,13 @@ mod tests {
             let fifo = fifo.clone();
             std::thread::spawn(move || std::fs::write(fifo, SRT).unwrap())
         };
-        run(args(&fifo, &o)).unwrap();
+        // Opened a second time, the FIFO would wait for a writer forever: give the conversion
+        // a deadline so that a regression fails instead of hanging the suite.
+        let (done, finished) = std::sync::mpsc::channel();
+        let a = args(&fifo, &o);
+        std::thread::spawn(move || done.send(run(a).map_err(|e| format!("{e:#}"))));
+        let r = finished.recv_timeout(std::time::Duration::from_secs(30));
+        assert!(matches!(r, Ok(Ok(()))), "{r:?}");
         writer.join().unwrap();
         let cues = cuecraft_formats::parse(Format::WebVtt, &std::fs::read(&o).unwrap()).unwrap();
         assert_eq!(cues.len(), 2);
@@ -618,42 +630,27 @@ mod tests {
 
     #[test]
     fn a_windows_1252_file_is_decoded_whole() {
-        let dir = tempfile::tempdir().unwrap();
-        let (i, o) = (dir.path().join("in.srt"), dir.path().join("out.vtt"));
         // Read in chunks this file is not UTF-8; read whole it is Windows-1252.
-        std::fs::write(
-            &i,
-            b"1\r\n00:00:01,000 --> 00:00:02,000\r\nCaf\xE9 \x80 5\r\n",
-        )
-        .unwrap();
-        run(args(&i, &o)).unwrap();
-        assert_eq!(
-            std::fs::read_to_string(&o).unwrap(),
-            "WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nCafé € 5\n\n"
-        );
-        assert!(!dir.path().join("out.vtt.tmp").exists());
+        let (r, out) =
+            srt_to_vtt_over_old(b"1\r\n00:00:01,000 --> 00:00:02,000\r\nCaf\xE9 \x80 5\r\n");
+        r.unwrap();
+        assert_eq!(out, "WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nCafé € 5\n\n");
     }
 
     #[test]
     fn a_bad_input_is_a_read_error_and_keeps_the_previous_output() {
-        let dir = tempfile::tempdir().unwrap();
-        let (i, o) = (dir.path().join("in.srt"), dir.path().join("out.vtt"));
-        std::fs::write(&o, "old").unwrap();
         // The first cue is fine (and written to the temporary file) before the error is found.
-        std::fs::write(
-            &i,
-            "1\n00:00:01,000 --> 00:00:02,000\na\n\n2\n00:61:00,000 --> 00:62:00,000\nb\n",
-        )
-        .unwrap();
-        let err = format!("{:#}", run(args(&i, &o)).unwrap_err());
+        let (r, out) = srt_to_vtt_over_old(
+            b"1\n00:00:01,000 --> 00:00:02,000\na\n\n2\n00:61:00,000 --> 00:62:00,000\nb\n",
+        );
+        let err = format!("{:#}", r.unwrap_err());
         assert!(
             err.starts_with("cannot read")
                 && err.contains("in.srt as srt")
                 && err.contains("minutes 61"),
             "{err}"
         );
-        assert_eq!(std::fs::read_to_string(&o).unwrap(), "old");
-        assert!(!dir.path().join("out.vtt.tmp").exists());
+        assert_eq!(out, "old");
     }
 
     #[test]

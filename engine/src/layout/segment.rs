@@ -755,6 +755,20 @@ fn fast_walk(
     let lower = &mut lower[..count];
     let split = (j - 1).saturating_sub(lo);
     let (plain, dialogue) = lower.split_at_mut(split);
+    // Start k's lower bound (its fixed costs, the pauses so far, the sentence it cuts), kept with
+    // its line count; the lowest two bounds and where the lowest is.
+    let mut bound = |k: usize, fixed: i64, lines: u32, slot: &mut (i64, u32)| {
+        let i = j - 2 - k;
+        pause = pause.max(sums.pause[i + 1]);
+        let head = if i > a { sums.head[i] } else { 0 };
+        let inner = if i < sent_end { tail + head } else { 0 };
+        let cost = best[i] + fixed + pause + inner;
+        *slot = (cost, lines);
+        let lowest = cost < min_lower;
+        second = if lowest { min_lower } else { second.min(cost) };
+        min_lower = if lowest { cost } else { min_lower };
+        min_at = if lowest { k } else { min_at };
+    };
     for (k, slot) in plain.iter_mut().enumerate() {
         let i = j - 2 - k;
         while i < line_start {
@@ -762,28 +776,11 @@ fn fast_walk(
             m += 1;
             fixed += p.line_cost;
         }
-        pause = pause.max(sums.pause[i + 1]);
-        let head = if i > a { sums.head[i] } else { 0 };
-        let inner = if i < sent_end { tail + head } else { 0 };
-        let cost = best[i] + fixed + pause + inner;
-        *slot = (cost, m);
-        let lowest = cost < min_lower;
-        second = if lowest { min_lower } else { second.min(cost) };
-        min_lower = if lowest { cost } else { min_lower };
-        min_at = if lowest { k } else { min_at };
+        bound(k, fixed, m, slot);
     }
     let fixed = CUE_COST + e.brk + p.line_cost + DIALOGUE_COST;
     for (k, slot) in (split..).zip(dialogue.iter_mut()) {
-        let i = j - 2 - k;
-        pause = pause.max(sums.pause[i + 1]);
-        let head = if i > a { sums.head[i] } else { 0 };
-        let inner = if i < sent_end { tail + head } else { 0 };
-        let cost = best[i] + fixed + pause + inner;
-        *slot = (cost, 2);
-        let lowest = cost < min_lower;
-        second = if lowest { min_lower } else { second.min(cost) };
-        min_lower = if lowest { cost } else { min_lower };
-        min_at = if lowest { k } else { min_at };
+        bound(k, fixed, 2, slot);
     }
     // Pass 2: the lowest bound first, then the others largest start first.
     let at = |k: usize| j - 2 - k;
