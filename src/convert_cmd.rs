@@ -8,7 +8,7 @@ use anyhow::{bail, Context};
 use cuecraft_engine::{Cue, FrameRate, Millis, PartialSettings, Word};
 use cuecraft_formats::{ConvertError, Format, Streamed, WriteOptions};
 
-/// Arguments of `cuecraft convert`.
+/// Convert a subtitle file between formats, optionally re-laid out.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The subtitle file to read (`-` for standard input).

@@ -9,7 +9,7 @@ use cuecraft_engine::{words_from_raw, Cue, FrameRate, PartialSettings, RawWord};
 use cuecraft_formats::{Format, WriteOptions};
 use serde_json::Value;
 
-/// Arguments of `cuecraft layout`.
+/// Lay out timed words as cues.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Words: a JSON array of `{"text", "start", "end", "speaker"}`, times in seconds (`-` for

@@ -17,6 +17,7 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+#[command(defer = true)]
 enum Command {
     /// Run the /v1 job API.
     Serve(cuecraft_host::cli::ServeArgs),
@@ -38,5 +39,39 @@ fn main() -> anyhow::Result<()> {
         Command::Convert(a) => convert_cmd::run(a),
         Command::Layout(a) => layout_cmd::run(a),
         Command::Submit(a) => cuecraft_host::submit::run(a),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn each_command_describes_itself_as_the_list_does() {
+        // A subcommand's arguments are defined only when it runs (`cuecraft convert` starts
+        // without defining those of `serve` and `admin`), and the text they bring must agree with
+        // what `cuecraft --help` lists.
+        let listed = Cli::command();
+        let mut built = Cli::command();
+        built.build();
+        for sub in listed.get_subcommands() {
+            let name = sub.get_name();
+            let full = built.find_subcommand(name).unwrap();
+            assert_eq!(
+                full.get_about().map(ToString::to_string),
+                sub.get_about().map(ToString::to_string),
+                "{name}"
+            );
+            assert!(
+                name == "help" || full.get_arguments().count() > sub.get_arguments().count(),
+                "{name}: its arguments were not defined"
+            );
+        }
     }
 }

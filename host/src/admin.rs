@@ -17,7 +17,7 @@ pub const DEFAULT_MAX_BYTES: i64 = 5_368_709_120;
 /// The plan's default maximum duration: 4 hours.
 pub const DEFAULT_MAX_SECONDS: f64 = 14_400.0;
 
-/// Arguments of `cuecraft admin`.
+/// Manage organisations, members, keys, folders, presets, credits and the quota.
 #[derive(Debug, clap::Args)]
 pub struct AdminArgs {
     /// The server's data directory.

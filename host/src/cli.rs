@@ -15,7 +15,7 @@ use crate::server::{App, Config};
 
 pub use crate::admin::AdminArgs;
 
-/// Arguments of `cuecraft serve`.
+/// Run the /v1 job API.
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
     /// Directory of the databases, the media and the signing secret (created when missing).

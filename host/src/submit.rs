@@ -26,7 +26,7 @@ const MAX_POLL_FAILURES: u32 = 30;
 /// Attempts at the upload when the connection breaks; the presigned URL stays valid for an hour.
 const UPLOAD_ATTEMPTS: u32 = 3;
 
-/// Arguments of `cuecraft submit`.
+/// Submit a media file to a cuecraft server and write its subtitles.
 #[derive(Debug, clap::Args)]
 pub struct SubmitArgs {
     /// The audio or video file to transcribe.
