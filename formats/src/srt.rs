@@ -137,24 +137,31 @@ pub(crate) fn stream_read<F: TextBlocks>(
     // At least a byte-order mark's worth before the first look.
     let chunk = chunk.max(4);
     let mut w = Streaming::new(&mut f, opts, out);
-    let mut buf: Vec<u8> = Vec::with_capacity(chunk);
+    // Zeroed once and reused: `buf[..filled]` holds input not yet converted. It grows only for a
+    // cue longer than a chunk.
+    let mut buf = vec![0u8; chunk];
+    let mut filled = 0;
     // Input offset of `buf[0]`, bytes wanted in `buf` before looking for a cut, end of input.
     let (mut base, mut want, mut eof) = (0usize, chunk, false);
     let mut first = true;
     loop {
-        while buf.len() < want && !eof {
-            let room = want - buf.len();
-            let n = input
-                .take(room as u64)
-                .read_to_end(&mut buf)
-                .map_err(ConvertError::Input)?;
-            // `read_to_end` stops at the limit or at the end of the input.
-            eof = n < room;
+        if buf.len() < want {
+            buf.resize(want, 0);
+        }
+        // One `read` per chunk from a file (`Read::read_to_end` would probe with small reads).
+        while filled < want && !eof {
+            match input.read(&mut buf[filled..want]) {
+                Ok(0) => eof = true,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(ConvertError::Input(e)),
+            }
         }
         if std::mem::take(&mut first) {
-            match encoding_rs::Encoding::for_bom(&buf) {
+            match encoding_rs::Encoding::for_bom(&buf[..filled]) {
                 Some((enc, n)) if enc == encoding_rs::UTF_8 => {
-                    buf.drain(..n);
+                    buf.copy_within(n..filled, 0);
+                    filled -= n;
                     base = n;
                 }
                 Some(_) => return Ok(Streamed::NotUtf8),
@@ -162,12 +169,12 @@ pub(crate) fn stream_read<F: TextBlocks>(
             }
         }
         let cut = if eof {
-            buf.len()
+            filled
         } else {
-            match safe_cut(&buf) {
+            match safe_cut(&buf[..filled]) {
                 Some(cut) => cut,
                 None => {
-                    want = buf.len().max(want) * 2;
+                    want = filled.max(want) * 2;
                     continue;
                 }
             }
@@ -182,9 +189,9 @@ pub(crate) fn stream_read<F: TextBlocks>(
                 // The error is the cue list's only if the whole input is UTF-8: otherwise the
                 // whole text is decoded as Windows-1252, which can move offsets and change the
                 // text an error message quotes.
-                buf.drain(..cut);
-                input.read_to_end(&mut buf).map_err(ConvertError::Input)?;
-                if simdutf8::basic::from_utf8(&buf).is_err() {
+                let mut rest = buf[cut..filled].to_vec();
+                input.read_to_end(&mut rest).map_err(ConvertError::Input)?;
+                if simdutf8::basic::from_utf8(&rest).is_err() {
                     return Ok(Streamed::NotUtf8);
                 }
                 return Err(e);
@@ -193,7 +200,8 @@ pub(crate) fn stream_read<F: TextBlocks>(
         if eof {
             return w.finish();
         }
-        buf.drain(..cut);
+        buf.copy_within(cut..filled, 0);
+        filled -= cut;
         base += cut;
         want = chunk;
     }
@@ -451,23 +459,44 @@ fn canonical_head(b: &[u8]) -> Option<(usize, (i64, i64))> {
     Some((t + 29 + end, times))
 }
 
-/// `HH:MM:SS,mmm` (12 bytes) in milliseconds, minutes and seconds below 60. Every digit is checked
-/// without branching on it (a byte below `0` wraps to a large value): this runs twice per cue.
+/// `HH:MM:SS,mmm` (12 bytes) in milliseconds, minutes and seconds below 60. This runs twice per
+/// cue, so the time is read as two integers (`HH:MM:SS` and `,mmm`) whose bytes are checked all at
+/// once: with the separators' places set to `0`, every byte must be `0x30..=0x39` (high nibble 3,
+/// and still 3 once 6 is added), the tens of minutes and seconds `0x30..=0x35` (still 3 once 10 is
+/// added). Bytes of multi-byte characters (0x80 and above) have another high nibble.
 #[inline(always)]
 fn canonical_time(t: &[u8]) -> Option<i64> {
+    const HIGH: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+    const ZEROS: u64 = 0x3030_3030_3030_3030;
+    // Byte i of a little-endian word is bits 8i..8i+8. `HH:MM:SS`: the colons are bytes 2 and 5,
+    // the tens of minutes and of seconds bytes 3 and 6.
+    const COLONS: u64 = 0x0000_3A00_003A_0000;
+    const COLON_BYTES: u64 = 0x0000_FF00_00FF_0000;
+    const ADD: u64 = 0x060A_0606_0A06_0606;
     let t: &[u8; 12] = t.try_into().ok()?;
-    let d = |i: usize| u32::from(t[i].wrapping_sub(b'0'));
-    let (h1, h2, m1, m2, s1, s2) = (d(0), d(1), d(3), d(4), d(6), d(7));
-    let (f1, f2, f3) = (d(9), d(10), d(11));
-    let not_digit = (h1 > 9) | (h2 > 9) | (m1 > 5) | (m2 > 9) | (s1 > 5) | (s2 > 9);
-    let not_digit = not_digit | (f1 > 9) | (f2 > 9) | (f3 > 9);
-    if not_digit | (t[2] != b':') | (t[5] != b':') | (t[8] != b',') {
+    let (hms, frac) = t.split_at(8);
+    let hms = u64::from_le_bytes(hms.try_into().ok()?);
+    let frac = u32::from_le_bytes(frac.try_into().ok()?);
+    if (hms & COLON_BYTES != COLONS) | (frac & 0xFF != u32::from(b',')) {
         return None;
     }
-    let (h, m, s) = (h1 * 10 + h2, m1 * 10 + m2, s1 * 10 + s2);
-    Some(i64::from(
-        ((h * 60 + m) * 60 + s) * 1000 + f1 * 100 + f2 * 10 + f3,
-    ))
+    let hms = (hms & !COLON_BYTES) | (ZEROS & COLON_BYTES);
+    let frac = (frac & !0xFF) | 0x30;
+    let digits = (hms & HIGH == ZEROS) & (hms.wrapping_add(ADD) & HIGH == ZEROS);
+    let digits = digits
+        & (frac & 0xF0F0_F0F0 == 0x3030_3030)
+        & (frac.wrapping_add(0x0606_0606) & 0xF0F0_F0F0 == 0x3030_3030);
+    if !digits {
+        return None;
+    }
+    // Each byte a digit value; then byte i of `pairs` is 10 * digit i + digit i+1, which is the
+    // hours at byte 0, the minutes at byte 3 and the seconds at byte 6 (no byte exceeds 99).
+    let d = hms - ZEROS;
+    let pairs = d * 10 + (d >> 8);
+    let (h, m, s) = (pairs & 0xFF, (pairs >> 24) & 0xFF, (pairs >> 48) & 0xFF);
+    let f = frac - 0x3030_3030;
+    let ms = ((f >> 8) & 0xFF) * 100 + ((f >> 16) & 0xFF) * 10 + (f >> 24);
+    Some(((h * 60 + m) * 60 + s) as i64 * 1000 + i64::from(ms))
 }
 
 type BlockStart = Result<(usize, (i64, i64)), (usize, String)>;
