@@ -17,8 +17,8 @@ use nom::character::complete::char;
 use nom::Parser;
 
 use crate::common::{
-    any_of3, check_limits, decode, digits, for_each_visible_line, is_blank, pair, push_u64,
-    shorten, write_blocks, Fallback, Limits, Lines, TextBlocks,
+    any_of3, check_limits, decode, digits, is_blank, pair, push_u64, shorten, write_blocks,
+    BlockLines, Fallback, Limits, Lines, TextBlocks,
 };
 use crate::{Format, ParseError, WriteError, WriteOptions};
 
@@ -59,11 +59,11 @@ ScaledBorderAndShadow: yes\r\nYCbCr Matrix: None\r\n",
     }
 
     #[inline]
-    fn block<S: AsRef<str>>(
+    fn block<L: BlockLines + ?Sized>(
         &mut self,
         b: &mut Vec<u8>,
         (start, end): (u64, u64),
-        lines: &[S],
+        lines: &L,
     ) -> usize {
         b.extend_from_slice(b"Dialogue: 0,");
         push_time(b, start);
@@ -71,7 +71,7 @@ ScaledBorderAndShadow: yes\r\nYCbCr Matrix: None\r\n",
         push_time(b, end);
         b.extend_from_slice(b",Default,,0,0,0,,");
         let mut first = true;
-        let shown = for_each_visible_line(lines, |line| {
+        let shown = lines.for_each_visible(|line| {
             if !first {
                 b.extend_from_slice(b"\\N");
             }

@@ -103,7 +103,12 @@ pub(crate) trait TextBlocks {
     /// Appends the block of one cue shown over `span` (in [`Self::UNIT_MS`], as [`span_units`]
     /// gives it) with text `lines`, and returns how many lines were visible. When none was, the
     /// caller removes what was appended: a cue without visible text gets no block.
-    fn block<S: AsRef<str>>(&mut self, b: &mut Vec<u8>, span: (u64, u64), lines: &[S]) -> usize;
+    fn block<L: BlockLines + ?Sized>(
+        &mut self,
+        b: &mut Vec<u8>,
+        span: (u64, u64),
+        lines: &L,
+    ) -> usize;
 }
 
 /// Writes `cues` in the text format `f`: header, then a block per cue, sorted as [`sorted`] says.
@@ -115,7 +120,10 @@ pub(crate) fn write_blocks<F: TextBlocks>(
 ) -> Result<(), WriteError> {
     let mut w = BlockWriter::new(&mut f, opts, out);
     for cue in sorted(cues, opts.offset, F::UNIT_MS) {
-        w.push(span_units(cue, opts.offset, F::UNIT_MS), &cue.lines)?;
+        w.push(
+            span_units(cue, opts.offset, F::UNIT_MS),
+            cue.lines.as_slice(),
+        )?;
     }
     w.finish()
 }
@@ -137,7 +145,11 @@ impl<'a, F: TextBlocks> BlockWriter<'a, F> {
     /// Appends the block of a cue shown over `span` with text `lines` (nothing when no line is
     /// visible).
     #[inline]
-    pub fn push<S: AsRef<str>>(&mut self, span: (u64, u64), lines: &[S]) -> Result<(), WriteError> {
+    pub fn push<L: BlockLines + ?Sized>(
+        &mut self,
+        span: (u64, u64),
+        lines: &L,
+    ) -> Result<(), WriteError> {
         let mark = self.sink.buf.len();
         if self.format.block(&mut self.sink.buf, span, lines) == 0 {
             self.sink.buf.truncate(mark);
@@ -162,6 +174,40 @@ pub(crate) fn visible_lines(cue: &Cue) -> impl Iterator<Item = &str> {
         .flat_map(|l| l.split(['\r', '\n']))
         .map(str::trim)
         .filter(|l| !l.is_empty())
+}
+
+/// The text lines of one cue, as a writer receives them.
+pub(crate) trait BlockLines {
+    /// Calls `f` with each of the [`visible_lines`] and returns how many there were.
+    fn for_each_visible(&self, f: impl FnMut(&str)) -> usize;
+}
+
+/// A cue's lines, which may hold line breaks.
+impl<S: AsRef<str>> BlockLines for [S] {
+    #[inline]
+    fn for_each_visible(&self, f: impl FnMut(&str)) -> usize {
+        for_each_visible_line(self, f)
+    }
+}
+
+/// Lines a reader has split at CR and LF already ([`Lines`] yields such): only trimming is left,
+/// not another look for line breaks in every line.
+pub(crate) struct Unbroken<'s, 'a>(pub &'s [&'a str]);
+
+impl BlockLines for Unbroken<'_, '_> {
+    #[inline]
+    fn for_each_visible(&self, mut f: impl FnMut(&str)) -> usize {
+        let mut n = 0;
+        for l in self.0 {
+            debug_assert!(!any_of2(l.as_bytes(), b'\r', b'\n'));
+            let t = trim_line(l);
+            if !t.is_empty() {
+                f(t);
+                n += 1;
+            }
+        }
+        n
+    }
 }
 
 /// Calls `f` with each of the [`visible_lines`] of a cue's `lines` and returns how many there were.
@@ -325,30 +371,42 @@ pub(crate) fn pair(n: u32) -> [u8; 2] {
 /// division per digit.
 #[inline]
 pub(crate) fn push_hhmmss_ms(buf: &mut Vec<u8>, ms: u64, sep: u8) {
-    let hours = ms / 3_600_000;
-    // Below 3,600,000: fits u32, whose divisions by constants are cheaper.
-    let rem = (ms % 3_600_000) as u32;
-    let (m, s, f) = (rem / 60_000, rem / 1000 % 60, rem % 1000);
-    if hours >= 100 {
-        push_u64(buf, hours);
-    } else {
-        buf.extend_from_slice(&pair(hours as u32));
+    if let Some(t) = hhmmss_ms(ms, sep) {
+        buf.extend_from_slice(&t);
+        return;
     }
-    let [m1, m2] = pair(m);
-    let [s1, s2] = pair(s);
+    push_u64(buf, ms / 3_600_000);
+    buf.extend_from_slice(&hhmmss_ms(ms % 3_600_000, sep).unwrap_or_default()[2..]);
+}
+
+/// `ms` as `HH:MM:SS<sep>mmm` when it is under 100 hours (`None` beyond).
+#[inline(always)]
+fn hhmmss_ms(ms: u64, sep: u8) -> Option<[u8; 12]> {
+    // Under 100 hours the time fits u32, whose divisions by constants are cheaper.
+    let ms = u32::try_from(ms).ok().filter(|&ms| ms < 360_000_000)?;
+    let (h, rem) = (ms / 3_600_000, ms % 3_600_000);
+    let (m, s, f) = (rem / 60_000, rem / 1000 % 60, rem % 1000);
+    let ([h1, h2], [m1, m2], [s1, s2]) = (pair(h), pair(m), pair(s));
     let [f2, f3] = pair(f % 100);
-    buf.extend_from_slice(&[
-        b':',
-        m1,
-        m2,
-        b':',
-        s1,
-        s2,
-        sep,
-        b'0' + (f / 100) as u8,
-        f2,
-        f3,
-    ]);
+    let f1 = b'0' + (f / 100) as u8;
+    Some([h1, h2, b':', m1, m2, b':', s1, s2, sep, f1, f2, f3])
+}
+
+/// Appends `start --> end`, both as [`push_hhmmss_ms`] writes them: the timing line of SRT and
+/// WebVTT (without its line break), in one piece when both are under 100 hours.
+#[inline]
+pub(crate) fn push_timing_ms(buf: &mut Vec<u8>, (start, end): (u64, u64), sep: u8) {
+    let (Some(a), Some(z)) = (hhmmss_ms(start, sep), hhmmss_ms(end, sep)) else {
+        push_hhmmss_ms(buf, start, sep);
+        buf.extend_from_slice(b" --> ");
+        push_hhmmss_ms(buf, end, sep);
+        return;
+    };
+    let mut line = [b' '; 29];
+    line[..12].copy_from_slice(&a);
+    line[13..16].copy_from_slice(b"-->");
+    line[17..].copy_from_slice(&z);
+    buf.extend_from_slice(&line);
 }
 
 /// How text that is not valid UTF-8 is decoded.

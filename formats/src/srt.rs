@@ -14,9 +14,9 @@ use nom::sequence::preceded;
 use nom::Parser;
 
 use crate::common::{
-    check_limits, decode, for_each_visible_line, is_blank, line_at, push_hhmmss_ms, push_u64,
-    shorten, spaces, times_in_units, timestamp, write_blocks, BlockWriter, Fallback, Limits,
-    TextBlocks,
+    check_limits, decode, is_blank, line_at, push_timing_ms, push_u64, shorten, spaces,
+    times_in_units, timestamp, write_blocks, BlockLines, BlockWriter, Fallback, Limits, TextBlocks,
+    Unbroken,
 };
 use crate::{ConvertError, Format, ParseError, Streamed, WriteError, WriteOptions};
 
@@ -38,19 +38,17 @@ impl TextBlocks for SrtBlocks {
     fn header(&mut self, _: &mut Vec<u8>, _: &WriteOptions) {}
 
     #[inline]
-    fn block<S: AsRef<str>>(
+    fn block<L: BlockLines + ?Sized>(
         &mut self,
         b: &mut Vec<u8>,
         (start, end): (u64, u64),
-        lines: &[S],
+        lines: &L,
     ) -> usize {
         push_u64(b, self.counter + 1);
         b.extend_from_slice(b"\r\n");
-        push_hhmmss_ms(b, start, b',');
-        b.extend_from_slice(b" --> ");
-        push_hhmmss_ms(b, end, b',');
+        push_timing_ms(b, (start, end), b',');
         b.extend_from_slice(b"\r\n");
-        let shown = for_each_visible_line(lines, |line| {
+        let shown = lines.for_each_visible(|line| {
             if looks_like_timing(line) {
                 // It would start a new cue; an invisible U+200B in front keeps it text.
                 b.extend_from_slice("\u{200B}".as_bytes());
@@ -279,7 +277,9 @@ impl<'a, F: TextBlocks> Streaming<'a, F> {
                 return Ok(false);
             }
             self.last = span;
-            self.w.push(span, &b.lines).map_err(ConvertError::Write)?;
+            self.w
+                .push(span, &Unbroken(&b.lines))
+                .map_err(ConvertError::Write)?;
         }
         Ok(true)
     }

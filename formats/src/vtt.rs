@@ -11,8 +11,8 @@ use nom::sequence::preceded;
 use nom::Parser;
 
 use crate::common::{
-    any_of4, check_limits, decode, for_each_visible_line, is_blank, push_hhmmss_ms, shorten,
-    spaces, timestamp, write_blocks, Fallback, Limits, Lines, TextBlocks,
+    any_of4, check_limits, decode, is_blank, push_timing_ms, shorten, spaces, timestamp,
+    write_blocks, BlockLines, Fallback, Limits, Lines, TextBlocks,
 };
 use crate::{Format, ParseError, WriteError, WriteOptions};
 
@@ -33,17 +33,15 @@ impl TextBlocks for VttBlocks {
     }
 
     #[inline]
-    fn block<S: AsRef<str>>(
+    fn block<L: BlockLines + ?Sized>(
         &mut self,
         b: &mut Vec<u8>,
         (start, end): (u64, u64),
-        lines: &[S],
+        lines: &L,
     ) -> usize {
-        push_hhmmss_ms(b, start, b'.');
-        b.extend_from_slice(b" --> ");
-        push_hhmmss_ms(b, end, b'.');
+        push_timing_ms(b, (start, end), b'.');
         b.push(b'\n');
-        let shown = for_each_visible_line(lines, |line| {
+        let shown = lines.for_each_visible(|line| {
             push_escaped(b, line);
             b.push(b'\n');
         });
