@@ -752,6 +752,37 @@ mod tests {
     }
 
     #[test]
+    fn a_timing_line_is_its_two_timestamps() {
+        // The one-piece path (both under 100 hours) and the other (either at or past 100 hours,
+        // or past u32 milliseconds) give what two timestamps around ` --> ` give.
+        let edge = 100 * 3_600_000;
+        let times = [
+            0,
+            999,
+            59_999,
+            3_599_999,
+            edge - 1,
+            edge,
+            edge + 1,
+            u64::from(u32::MAX) + 1,
+        ];
+        for &start in &times {
+            for &end in &times {
+                let mut line = Vec::new();
+                push_timing_ms(&mut line, (start, end), b'.');
+                let mut expected = Vec::new();
+                push_hhmmss_ms(&mut expected, start, b'.');
+                expected.extend_from_slice(b" --> ");
+                push_hhmmss_ms(&mut expected, end, b'.');
+                assert_eq!(line, expected, "{start} {end}");
+            }
+        }
+        let mut line = Vec::new();
+        push_timing_ms(&mut line, (3_723_456, edge - 1), b',');
+        assert_eq!(line, b"01:02:03,456 --> 99:59:59,999");
+    }
+
+    #[test]
     fn lines_split_on_every_terminator() {
         let v: Vec<_> = Lines::new("a\r\nb\nc\rd\r\n\r\ne").collect();
         assert_eq!(
