@@ -1062,17 +1062,27 @@ fn two_line_cost(
 }
 
 /// [`two_line_cost`] without decorations or manual line breaks (`End::plain`): from `first_r` on
-/// the last line always fits, so only the first line is checked.
+/// the last line always fits, so only the first line is checked. The break positions' sums are
+/// read through slices (no bounds check per position), and the squared imbalance, never negative,
+/// is divided by a shift.
 fn two_line_cost_plain(p: &Params, sums: &Sums, (i, j): (usize, usize), first_r: usize) -> i64 {
     let max = p.max_chars as i64;
     let mut best = i64::MAX;
-    for r in first_r.max(i)..j - 1 {
-        let l1 = sums.line(i, r + 1);
-        if l1 > max {
-            break;
+    let r0 = first_r.max(i);
+    if r0 + 1 < j {
+        let (lead_i, len_j) = (sums.lead[i], sums.len[j]);
+        // Break after unit r: `len[r + 1]`, `lead[r + 1]` and `line_cost[r]`, for r in r0..j - 1.
+        let lens = &sums.len[r0 + 1..j];
+        let leads = &sums.lead[r0 + 1..j];
+        let costs = &sums.line_cost[r0..j - 1];
+        for ((&len, &lead), &cost) in lens.iter().zip(leads).zip(costs) {
+            let l1 = (len - lead_i) as i64;
+            if l1 > max {
+                break;
+            }
+            let d = l1 - (len_j - lead) as i64;
+            best = best.min(cost + ((d * d) >> 3));
         }
-        let d = l1 - sums.line(r + 1, j);
-        best = best.min(sums.line_cost[r] + d * d / 8);
     }
     if best == i64::MAX {
         0
