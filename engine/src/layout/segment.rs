@@ -1064,7 +1064,10 @@ fn two_line_cost(
 /// [`two_line_cost`] without decorations or manual line breaks (`End::plain`): from `first_r` on
 /// the last line always fits, so only the first line is checked. The break positions' sums are
 /// read through slices (no bounds check per position), and the squared imbalance, never negative,
-/// is divided by a shift.
+/// is divided by a shift. Inlined into the fast walk's costings: as a call (about one per cue
+/// end, for three or four break positions) it saved and restored six registers each time and
+/// the fast walk's values were reloaded around it.
+#[inline(always)]
 fn two_line_cost_plain(p: &Params, sums: &Sums, (i, j): (usize, usize), first_r: usize) -> i64 {
     let max = p.max_chars as i64;
     let mut best = i64::MAX;
