@@ -61,6 +61,10 @@ struct FastScratch {
     lower: Vec<(i64, u32)>,
     /// The starts (as indices into `lower`) that may still win.
     pick: Vec<u32>,
+    /// `headed[i]`: `best[i]` and the head cost of a cue starting at `i` that cuts a sentence
+    /// (`HEAD_COST` when unit `i - 1` does not end a sentence and has unit `i`'s speaker; 0 at
+    /// the run's start), so the first pass reads one number per start.
+    headed: Vec<i64>,
 }
 
 /// Buffers the segmentation reuses from chunk to chunk.
@@ -93,6 +97,8 @@ pub fn segment(
         scratch.back.resize(n, 0);
         scratch.fit_start.clear();
         scratch.fit_start.resize(n, 0);
+        scratch.fast.headed.clear();
+        scratch.fast.headed.resize(n, 0);
         // Prefix sums of graphemes and separators (the length of units [a, b) on one line is
         // `len[b] - len[a] - sep(a)`) and of manual line breaks, so a two-line cue is scored in
         // O(1) per break position.
@@ -527,6 +533,7 @@ fn smart_run(
     cues: &mut Vec<(usize, usize)>,
 ) {
     best[a] = 0;
+    fast_scratch.headed[a] = 0;
     let max_dur = p.max_dur.unwrap_or(i64::MAX);
     let max_chars = p.max_chars as i64;
     // The fast walk (below) needs every line to be free of decorations and every unit to fit a
@@ -625,6 +632,7 @@ fn smart_run(
         });
         best[j] = best_cost;
         back[j] = best_i as u32;
+        fast_scratch.headed[j] = best_cost + if j < b { sums.head[j] } else { 0 };
     }
     // Walk the best path back from the run's end.
     let first = cues.len();
@@ -667,7 +675,11 @@ fn fast_walk(
     sums: &Sums,
     best: &[i64],
     fit_start: &[u32],
-    FastScratch { lower, pick }: &mut FastScratch,
+    FastScratch {
+        lower,
+        pick,
+        headed,
+    }: &mut FastScratch,
     e: &mut End<'_>,
     dur_lo: usize,
     (prev_change, last_change): (Option<usize>, Option<usize>),
@@ -733,55 +745,54 @@ fn fast_walk(
         chars: sums.line(i, j),
         prefix: 0,
     };
-    let mut best_cost = i64::MAX;
-    let mut best_i = j - 1;
     // Pass 1: the starts in (d_lo..j - 1).rev(), in lines 1, 2, ... of the fit, then the dialogue
     // starts, with their lower bounds.
     let tail = if e.open_end { TAIL_COST } else { 0 };
-    // The pause cost of the longest silence so far: the pause cost never decreases with the
-    // silence, so this is `pause_cost(max_gap)`.
-    let mut pause: i64 = 0;
-    let mut line_start = s1;
-    let mut m = 1;
-    let mut fixed = CUE_COST + e.brk;
-    let (mut min_lower, mut min_at) = (i64::MAX, 0);
-    // The lowest bound but one.
-    let mut second = i64::MAX;
     // Start k of the buffer is j - 2 - k.
     let count = (j - 1).saturating_sub(d_lo);
     if lower.len() < count {
         lower.resize(count, (0, 0));
     }
     let lower = &mut lower[..count];
-    let split = (j - 1).saturating_sub(lo);
-    let (plain, dialogue) = lower.split_at_mut(split);
-    // Start k's lower bound (its fixed costs, the pauses so far, the sentence it cuts), kept with
-    // its line count; the lowest two bounds and where the lowest is.
-    let mut bound = |k: usize, fixed: i64, lines: u32, slot: &mut (i64, u32)| {
-        let i = j - 2 - k;
-        pause = pause.max(sums.pause[i + 1]);
-        let head = if i > a { sums.head[i] } else { 0 };
-        let inner = if i < sent_end { tail + head } else { 0 };
-        let cost = best[i] + fixed + pause + inner;
-        *slot = (cost, lines);
-        let lowest = cost < min_lower;
-        second = if lowest { min_lower } else { second.min(cost) };
-        min_lower = if lowest { cost } else { min_lower };
-        min_at = if lowest { k } else { min_at };
+    let mut low = Lowest {
+        pause: 0,
+        min: i64::MAX,
+        at: 0,
+        second: i64::MAX,
     };
-    for (k, slot) in plain.iter_mut().enumerate() {
-        let i = j - 2 - k;
-        while i < line_start {
+    // The starts are taken in ranges that share their line count and fixed costs: the lines of
+    // the fit, then the dialogue starts.
+    let srcs = Sources {
+        best,
+        headed,
+        pauses: &sums.pause,
+        sent_end,
+        tail,
+        j,
+    };
+    let mut hi = j - 1;
+    let mut line_start = s1;
+    let mut m = 1;
+    let mut fixed = CUE_COST + e.brk;
+    while hi > lo {
+        while hi <= line_start {
             line_start = fit_start[line_start] as usize;
             m += 1;
             fixed += p.line_cost;
         }
-        bound(k, fixed, m, slot);
+        let seg_lo = line_start.max(lo);
+        low = low.add(lower, &srcs, (seg_lo, hi), fixed, m);
+        hi = seg_lo;
     }
-    let fixed = CUE_COST + e.brk + p.line_cost + DIALOGUE_COST;
-    for (k, slot) in (split..).zip(dialogue.iter_mut()) {
-        bound(k, fixed, 2, slot);
+    if d_lo < lo {
+        let fixed = CUE_COST + e.brk + p.line_cost + DIALOGUE_COST;
+        low = low.add(lower, &srcs, (d_lo, lo), fixed, 2);
     }
+    let Lowest {
+        at: min_at, second, ..
+    } = low;
+    let mut best_cost = i64::MAX;
+    let mut best_i = j - 1;
     // Pass 2: the lowest bound first, then the others largest start first.
     let at = |k: usize| j - 2 - k;
     if let Some(&(cost, m)) = lower.get(min_at) {
@@ -821,6 +832,105 @@ fn fast_walk(
         }
     }
     Some((best_cost, best_i))
+}
+
+/// What the fast walk's first pass reads of each start.
+struct Sources<'a> {
+    best: &'a [i64],
+    /// `best` and the head cost (see `FastScratch::headed`).
+    headed: &'a [i64],
+    /// `Sums::pause`.
+    pauses: &'a [i64],
+    /// The starts below this cut a sentence.
+    sent_end: usize,
+    /// `TAIL_COST` when the cue ends inside a sentence that the next cue carries on.
+    tail: i64,
+    /// The cue's end.
+    j: usize,
+}
+
+/// What the fast walk's first pass carries from start to start: the pause cost of the longest
+/// silence so far (the pause cost never decreases with the silence, so this is
+/// `pause_cost(max_gap)`), the lowest bound and where it is, and the lowest bound but one.
+#[derive(Clone, Copy)]
+struct Lowest {
+    pause: i64,
+    min: i64,
+    at: usize,
+    second: i64,
+}
+
+impl Lowest {
+    /// Takes in the starts `[lo_i, hi_i)` of the cue ending at `src.j`, largest first, which all
+    /// take `lines` lines and share the fixed costs `add`: those that cut a sentence read
+    /// `src.headed` and add `src.tail`, the others read `src.best`.
+    #[inline(always)]
+    fn add(
+        self,
+        lower: &mut [(i64, u32)],
+        src: &Sources<'_>,
+        (lo_i, hi_i): (usize, usize),
+        add: i64,
+        lines: u32,
+    ) -> Lowest {
+        let cut = src.sent_end.clamp(lo_i, hi_i);
+        // Start i is slot j - 2 - i.
+        let j = src.j;
+        let k = j - 1 - hi_i;
+        let low = self.add_piece(lower, k, (cut, hi_i), src.best, src.pauses, add, lines);
+        let k = j - 1 - cut;
+        low.add_piece(
+            lower,
+            k,
+            (lo_i, cut),
+            src.headed,
+            src.pauses,
+            add + src.tail,
+            lines,
+        )
+    }
+
+    /// Takes in the starts `[lo_i, hi_i)`, largest first (slots from `k` on): each one's bound is
+    /// `from[i] + add` and the pause cost so far, kept in `lower` with `lines`. By value and with
+    /// no branch per start, so the state stays in registers (as a closure over it, the state went
+    /// through memory).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn add_piece(
+        self,
+        lower: &mut [(i64, u32)],
+        k: usize,
+        (lo_i, hi_i): (usize, usize),
+        from: &[i64],
+        pauses: &[i64],
+        add: i64,
+        lines: u32,
+    ) -> Lowest {
+        let Lowest {
+            mut pause,
+            mut min,
+            mut at,
+            mut second,
+        } = self;
+        let slots = &mut lower[k..k + (hi_i - lo_i)];
+        let froms = from[lo_i..hi_i].iter().rev();
+        let pauses = pauses[lo_i + 1..hi_i + 1].iter().rev();
+        for ((slot, (&s, &pz)), k) in slots.iter_mut().zip(froms.zip(pauses)).zip(k..) {
+            pause = pause.max(pz);
+            let cost = s + add + pause;
+            *slot = (cost, lines);
+            let lowest = cost < min;
+            second = if lowest { min } else { second.min(cost) };
+            min = if lowest { cost } else { min };
+            at = if lowest { k } else { at };
+        }
+        Lowest {
+            pause,
+            min,
+            at,
+            second,
+        }
+    }
 }
 
 /// Forward line fit, as greedy fill and rendering use it.
@@ -952,17 +1062,30 @@ fn two_line_cost(
 }
 
 /// [`two_line_cost`] without decorations or manual line breaks (`End::plain`): from `first_r` on
-/// the last line always fits, so only the first line is checked.
+/// the last line always fits, so only the first line is checked. The break positions' sums are
+/// read through slices (no bounds check per position), and the squared imbalance, never negative,
+/// is divided by a shift. Inlined into the fast walk's costings: as a call (about one per cue
+/// end, for three or four break positions) it saved and restored six registers each time and
+/// the fast walk's values were reloaded around it.
+#[inline(always)]
 fn two_line_cost_plain(p: &Params, sums: &Sums, (i, j): (usize, usize), first_r: usize) -> i64 {
     let max = p.max_chars as i64;
     let mut best = i64::MAX;
-    for r in first_r.max(i)..j - 1 {
-        let l1 = sums.line(i, r + 1);
-        if l1 > max {
-            break;
+    let r0 = first_r.max(i);
+    if r0 + 1 < j {
+        let (lead_i, len_j) = (sums.lead[i], sums.len[j]);
+        // Break after unit r: `len[r + 1]`, `lead[r + 1]` and `line_cost[r]`, for r in r0..j - 1.
+        let lens = &sums.len[r0 + 1..j];
+        let leads = &sums.lead[r0 + 1..j];
+        let costs = &sums.line_cost[r0..j - 1];
+        for ((&len, &lead), &cost) in lens.iter().zip(leads).zip(costs) {
+            let l1 = (len - lead_i) as i64;
+            if l1 > max {
+                break;
+            }
+            let d = l1 - (len_j - lead) as i64;
+            best = best.min(cost + ((d * d) >> 3));
         }
-        let d = l1 - sums.line(r + 1, j);
-        best = best.min(sums.line_cost[r] + d * d / 8);
     }
     if best == i64::MAX {
         0
