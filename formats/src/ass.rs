@@ -63,6 +63,7 @@ ScaledBorderAndShadow: yes\r\nYCbCr Matrix: None\r\n",
         &mut self,
         b: &mut Vec<u8>,
         (start, end): (u64, u64),
+        _: Option<&[u8; 29]>,
         lines: &L,
     ) -> usize {
         b.extend_from_slice(b"Dialogue: 0,");

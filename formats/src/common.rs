@@ -102,11 +102,13 @@ pub(crate) trait TextBlocks {
 
     /// Appends the block of one cue shown over `span` (in [`Self::UNIT_MS`], as [`span_units`]
     /// gives it) with text `lines`, and returns how many lines were visible. When none was, the
-    /// caller removes what was appended: a cue without visible text gets no block.
+    /// caller removes what was appended: a cue without visible text gets no block. `timing` is the
+    /// span's timing line as SRT writes it (see [`push_timing`]), when the caller has it already.
     fn block<L: BlockLines + ?Sized>(
         &mut self,
         b: &mut Vec<u8>,
         span: (u64, u64),
+        timing: Option<&[u8; 29]>,
         lines: &L,
     ) -> usize;
 }
@@ -122,6 +124,7 @@ pub(crate) fn write_blocks<F: TextBlocks>(
     for cue in sorted(cues, opts.offset, F::UNIT_MS) {
         w.push(
             span_units(cue, opts.offset, F::UNIT_MS),
+            None,
             cue.lines.as_slice(),
         )?;
     }
@@ -143,15 +146,16 @@ impl<'a, F: TextBlocks> BlockWriter<'a, F> {
     }
 
     /// Appends the block of a cue shown over `span` with text `lines` (nothing when no line is
-    /// visible).
+    /// visible); `timing` as [`TextBlocks::block`] takes it.
     #[inline]
     pub fn push<L: BlockLines + ?Sized>(
         &mut self,
         span: (u64, u64),
+        timing: Option<&[u8; 29]>,
         lines: &L,
     ) -> Result<(), WriteError> {
         let mark = self.sink.buf.len();
-        if self.format.block(&mut self.sink.buf, span, lines) == 0 {
+        if self.format.block(&mut self.sink.buf, span, timing, lines) == 0 {
             self.sink.buf.truncate(mark);
             return Ok(());
         }
@@ -390,6 +394,27 @@ fn hhmmss_ms(ms: u64, sep: u8) -> Option<[u8; 12]> {
     let [f2, f3] = pair(f % 100);
     let f1 = b'0' + (f / 100) as u8;
     Some([h1, h2, b':', m1, m2, b':', s1, s2, sep, f1, f2, f3])
+}
+
+/// Appends the timing line of `span` (milliseconds) with `sep` before the milliseconds, as
+/// [`push_timing_ms`] writes it. `given` is that line as SRT writes it (`sep` a comma), when a
+/// reader has it from the input: then it is copied, its two separators replaced, instead of the
+/// times being formatted again.
+#[inline]
+pub(crate) fn push_timing(buf: &mut Vec<u8>, span: (u64, u64), given: Option<&[u8; 29]>, sep: u8) {
+    let Some(line) = given else {
+        push_timing_ms(buf, span, sep);
+        return;
+    };
+    let at = buf.len();
+    buf.extend_from_slice(line);
+    buf[at + 8] = sep;
+    buf[at + 25] = sep;
+    debug_assert!({
+        let mut formatted = Vec::new();
+        push_timing_ms(&mut formatted, span, sep);
+        formatted == buf[at..]
+    });
 }
 
 /// Appends `start --> end`, both as [`push_hhmmss_ms`] writes them: the timing line of SRT and

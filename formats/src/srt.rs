@@ -14,7 +14,7 @@ use nom::sequence::preceded;
 use nom::Parser;
 
 use crate::common::{
-    check_limits, decode, is_blank, line_at, push_timing_ms, push_u64, shorten, spaces,
+    check_limits, decode, is_blank, line_at, push_timing, push_u64, shorten, spaces,
     times_in_units, timestamp, write_blocks, BlockLines, BlockWriter, Fallback, Limits, TextBlocks,
     Unbroken,
 };
@@ -42,11 +42,12 @@ impl TextBlocks for SrtBlocks {
         &mut self,
         b: &mut Vec<u8>,
         (start, end): (u64, u64),
+        timing: Option<&[u8; 29]>,
         lines: &L,
     ) -> usize {
         push_u64(b, self.counter + 1);
         b.extend_from_slice(b"\r\n");
-        push_timing_ms(b, (start, end), b',');
+        push_timing(b, (start, end), timing, b',');
         b.extend_from_slice(b"\r\n");
         let shown = lines.for_each_visible(|line| {
             if looks_like_timing(line) {
@@ -277,8 +278,12 @@ impl<'a, F: TextBlocks> Streaming<'a, F> {
                 return Ok(false);
             }
             self.last = span;
+            // Unshifted milliseconds: the timing line as read is the one the writer would write.
+            let timing = b
+                .timing
+                .filter(|_| self.offset == Millis::ZERO && F::UNIT_MS == 1);
             self.w
-                .push(span, &Unbroken(&b.lines))
+                .push(span, timing, &Unbroken(&b.lines))
                 .map_err(ConvertError::Write)?;
         }
         Ok(true)
@@ -296,6 +301,10 @@ pub(crate) struct Block<'a> {
     /// Start and end in milliseconds, `end >= start`.
     pub start: i64,
     pub end: i64,
+    /// The timing line as read, when it is exactly what the SRT writer writes for these times
+    /// (`HH:MM:SS,mmm --> HH:MM:SS,mmm` with minutes and seconds below 60, the end not before the
+    /// start): a converter can copy it instead of formatting the times again.
+    pub timing: Option<&'a [u8; 29]>,
     /// The text lines, verbatim; never empty in a block [`Blocks::next_block`] returns.
     pub lines: Vec<&'a str>,
 }
@@ -347,12 +356,12 @@ impl<'a, 'l> Blocks<'a, 'l> {
     pub fn next_block(&mut self) -> Result<Option<&Block<'a>>, ParseError> {
         let text = self.text;
         loop {
-            let (offset, (start, end)) = if let Some((len, times)) =
+            let (offset, (start, end), timing) = if let Some((len, times, timing)) =
                 canonical_head(&text.as_bytes()[self.pos..])
             {
                 let at = self.pos;
                 self.pos += len;
-                (at, times)
+                (at, times, (times.1 >= times.0).then_some(timing))
             } else {
                 let Some((offset, line, next)) = line_at(text, self.pos) else {
                     // The end: the open block is complete.
@@ -371,7 +380,7 @@ impl<'a, 'l> Blocks<'a, 'l> {
                 match block_start(text, (offset, line, next)) {
                     Some(Ok((after, times))) => {
                         self.pos = after;
-                        (offset, times)
+                        (offset, times, None)
                     }
                     Some(Err((at, message))) => return Err(self.err(at, message)),
                     None => {
@@ -422,6 +431,7 @@ impl<'a, 'l> Blocks<'a, 'l> {
             self.open = Some(Block {
                 start,
                 end: end.max(start),
+                timing,
                 lines,
             });
             self.check_limits(offset)?;
@@ -439,10 +449,10 @@ impl<'a, 'l> Blocks<'a, 'l> {
 
 /// The head of a cue in the form every writer uses, read without the general rules: a counter of
 /// digits, then a timing line of exactly `HH:MM:SS,mmm --> HH:MM:SS,mmm`, each ended by CRLF, LF or
-/// CR (the timing line may end the text). Returns the bytes it spans and the times; `None` sends
-/// the text through [`block_start`], which decides the same for these lines.
+/// CR (the timing line may end the text). Returns the bytes it spans, the times and the timing
+/// line; `None` sends the text through [`block_start`], which decides the same for these lines.
 #[inline]
-fn canonical_head(b: &[u8]) -> Option<(usize, (i64, i64))> {
+fn canonical_head(b: &[u8]) -> Option<(usize, (i64, i64), &[u8; 29])> {
     let eol = |b: &[u8]| match b {
         [b'\r', b'\n', ..] => Some(2),
         [b'\r' | b'\n', ..] => Some(1),
@@ -453,10 +463,11 @@ fn canonical_head(b: &[u8]) -> Option<(usize, (i64, i64))> {
         return None;
     }
     let t = digits + eol(&b[digits..])?;
-    let times = canonical_timing(b.get(t..t + 29)?)?;
+    let timing: &[u8; 29] = b.get(t..t + 29)?.try_into().ok()?;
+    let times = canonical_timing(timing)?;
     let rest = &b[t + 29..];
     let end = if rest.is_empty() { 0 } else { eol(rest)? };
-    Some((t + 29 + end, times))
+    Some((t + 29 + end, times, timing))
 }
 
 /// `HH:MM:SS,mmm` (12 bytes) in milliseconds, minutes and seconds below 60. This runs twice per
@@ -679,12 +690,13 @@ mod tests {
                         } else {
                             text
                         };
-                        let Some((len, times)) = canonical_head(text.as_bytes()) else {
+                        let Some((len, times, line)) = canonical_head(text.as_bytes()) else {
                             continue;
                         };
                         fast += 1;
                         let at = line_at(&text, 0).unwrap();
                         assert_eq!(block_start(&text, at), Some(Ok((len, times))), "{text:?}");
+                        assert_eq!(&line[..], timing.as_bytes());
                     }
                 }
             }
@@ -693,6 +705,28 @@ mod tests {
             fast >= 3 * 3 * 2 * 4,
             "the fast path was taken {fast} times"
         );
+    }
+
+    #[test]
+    fn a_timing_line_kept_for_copying_is_what_the_writer_would_write() {
+        // Copied only when canonical with the end not before the start: the SRT writer then
+        // formats exactly these bytes for the block's times.
+        let text = "1\n00:00:01,000 --> 00:00:02,500\na\n\n\
+                    2\n00:00:05,000 --> 00:00:04,000\nends before it starts\n\n\
+                    3\n0:00:06,000 --> 00:00:07,000\none-digit hours\n\n\
+                    4\r\n99:59:59,999 --> 99:59:59,999\r\nlast\r\n";
+        let mut blocks = Blocks::new(text, 0, &Limits::UNLIMITED);
+        let mut kept = Vec::new();
+        while let Some(b) = blocks.next_block().unwrap() {
+            if let Some(line) = b.timing {
+                let mut formatted = Vec::new();
+                let span = (b.start as u64, b.end as u64);
+                crate::common::push_timing(&mut formatted, span, None, b',');
+                assert_eq!(&line[..], &formatted[..]);
+            }
+            kept.push(b.timing.is_some());
+        }
+        assert_eq!(kept, [true, false, false, true]);
     }
 
     fn times(cues: &[Cue]) -> Vec<(i64, i64)> {

@@ -11,8 +11,8 @@ use nom::sequence::preceded;
 use nom::Parser;
 
 use crate::common::{
-    any_of4, check_limits, decode, is_blank, push_timing_ms, shorten, spaces, timestamp,
-    write_blocks, BlockLines, Fallback, Limits, Lines, TextBlocks,
+    any_of4, check_limits, decode, is_blank, push_timing, shorten, spaces, timestamp, write_blocks,
+    BlockLines, Fallback, Limits, Lines, TextBlocks,
 };
 use crate::{Format, ParseError, WriteError, WriteOptions};
 
@@ -37,9 +37,10 @@ impl TextBlocks for VttBlocks {
         &mut self,
         b: &mut Vec<u8>,
         (start, end): (u64, u64),
+        timing: Option<&[u8; 29]>,
         lines: &L,
     ) -> usize {
-        push_timing_ms(b, (start, end), b'.');
+        push_timing(b, (start, end), timing, b'.');
         b.push(b'\n');
         let shown = lines.for_each_visible(|line| {
             push_escaped(b, line);
