@@ -278,10 +278,11 @@ impl<'a, F: TextBlocks> Streaming<'a, F> {
                 return Ok(false);
             }
             self.last = span;
-            // Unshifted milliseconds: the timing line as read is the one the writer would write.
-            let timing = b
-                .timing
-                .filter(|_| self.offset == Millis::ZERO && F::UNIT_MS == 1);
+            // The timing line as read is the one the writer would write when it writes the times
+            // the line holds: milliseconds, no offset, and not a zero-length cue (which is written
+            // one unit long).
+            let holds = (b.start as u64, b.end as u64);
+            let timing = b.timing.filter(|_| F::UNIT_MS == 1 && span == holds);
             self.w
                 .push(span, timing, &Unbroken(&b.lines))
                 .map_err(ConvertError::Write)?;
@@ -301,9 +302,9 @@ pub(crate) struct Block<'a> {
     /// Start and end in milliseconds, `end >= start`.
     pub start: i64,
     pub end: i64,
-    /// The timing line as read, when it is exactly what the SRT writer writes for these times
-    /// (`HH:MM:SS,mmm --> HH:MM:SS,mmm` with minutes and seconds below 60, the end not before the
-    /// start): a converter can copy it instead of formatting the times again.
+    /// The timing line as read, when it is exactly what the SRT writer writes for `start` and
+    /// `end` (`HH:MM:SS,mmm --> HH:MM:SS,mmm` with minutes and seconds below 60, the end not before
+    /// the start): a converter that writes these times can copy it instead of formatting them.
     pub timing: Option<&'a [u8; 29]>,
     /// The text lines, verbatim; never empty in a block [`Blocks::next_block`] returns.
     pub lines: Vec<&'a str>,
