@@ -41,13 +41,13 @@ impl TextBlocks for SrtBlocks {
     fn block<L: BlockLines + ?Sized>(
         &mut self,
         b: &mut Vec<u8>,
-        (start, end): (u64, u64),
+        span: (u64, u64),
         timing: Option<&[u8; 29]>,
         lines: &L,
     ) -> usize {
         push_u64(b, self.counter + 1);
         b.extend_from_slice(b"\r\n");
-        push_timing(b, (start, end), timing, b',');
+        push_timing(b, span, timing, b',');
         b.extend_from_slice(b"\r\n");
         let shown = lines.for_each_visible(|line| {
             if looks_like_timing(line) {

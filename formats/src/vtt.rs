@@ -36,11 +36,11 @@ impl TextBlocks for VttBlocks {
     fn block<L: BlockLines + ?Sized>(
         &mut self,
         b: &mut Vec<u8>,
-        (start, end): (u64, u64),
+        span: (u64, u64),
         timing: Option<&[u8; 29]>,
         lines: &L,
     ) -> usize {
-        push_timing(b, (start, end), timing, b'.');
+        push_timing(b, span, timing, b'.');
         b.push(b'\n');
         let shown = lines.for_each_visible(|line| {
             push_escaped(b, line);

@@ -264,6 +264,16 @@ fn errors_are_the_readers_and_other_pairs_do_not_stream() {
 
 /// One line of an SRT-shaped file: the pieces the reader decides on (counters, timing lines good
 /// and bad, text, blank and whitespace lines, text that looks like timing), with any line ending.
+/// `ms` (under an hour) as an SRT timestamp.
+fn srt_time(ms: i64) -> String {
+    format!(
+        "00:{:02}:{:02},{:03}",
+        ms / 60_000,
+        ms / 1000 % 60,
+        ms % 1000
+    )
+}
+
 fn srt_line() -> impl Strategy<Value = Vec<u8>> {
     let body = prop_oneof![
         (0u32..20).prop_map(|n| n.to_string().into_bytes()),
@@ -274,27 +284,16 @@ fn srt_line() -> impl Strategy<Value = Vec<u8>> {
         )
             .prop_map(|(a, d)| {
                 let b = (a + d).clamp(0, 29_999);
-                let t = |ms: i64| {
-                    format!(
-                        "00:{:02}:{:02},{:03}",
-                        ms / 60_000,
-                        ms / 1000 % 60,
-                        ms % 1000
-                    )
-                };
-                format!("{} --> {}", t(a), t(b)).into_bytes()
+                format!("{} --> {}", srt_time(a), srt_time(b)).into_bytes()
             }),
         // A whole cue as writers write it (counter, timing, text), zero-length now and then.
         (0u32..9, 0i64..30_000, prop_oneof![Just(0i64), 1i64..5_000]).prop_map(|(n, a, d)| {
-            let t = |ms: i64| {
-                format!(
-                    "00:{:02}:{:02},{:03}",
-                    ms / 60_000,
-                    ms / 1000 % 60,
-                    ms % 1000
-                )
-            };
-            format!("{n}\n{} --> {}\ntext {n}\n", t(a), t((a + d).min(29_999))).into_bytes()
+            format!(
+                "{n}\n{} --> {}\ntext {n}\n",
+                srt_time(a),
+                srt_time((a + d).min(29_999))
+            )
+            .into_bytes()
         }),
         Just(b"0:00:01.5 --> 0:00:02,000 X1:10".to_vec()),
         Just(b"00:00:61,000 --> 00:00:62,000".to_vec()),
