@@ -90,39 +90,48 @@ pub fn segment(
     cues: &mut Vec<(usize, usize)>,
 ) {
     if p.smart {
+        // Sized, not cleared: a run writes every entry it reads first (`best[a]` and `headed[a]`
+        // at its start, the others at each cue end), so zeroing them was wasted work.
         let n = units.len() + 1;
-        scratch.best.clear();
         scratch.best.resize(n, 0);
-        scratch.back.clear();
         scratch.back.resize(n, 0);
-        scratch.fit_start.clear();
         scratch.fit_start.resize(n, 0);
-        scratch.fast.headed.clear();
         scratch.fast.headed.resize(n, 0);
         // Prefix sums of graphemes and separators (the length of units [a, b) on one line is
         // `len[b] - len[a] - sep(a)`) and of manual line breaks, so a two-line cue is scored in
         // O(1) per break position.
         let sums = &mut scratch.sums;
-        sums.len.clear();
-        sums.lead.clear();
-        sums.line_after.clear();
-        sums.line_cost.clear();
-        sums.pause.clear();
-        sums.head.clear();
-        sums.all_fit = true;
+        // Sized, then written through slices: pushing to the six of them checked and stored
+        // each one's length once per unit.
+        let m = units.len();
+        sums.len.resize(m + 1, 0);
+        sums.lead.resize(m, 0);
+        sums.line_after.resize(m + 1, 0);
+        sums.line_cost.resize(m, 0);
+        sums.pause.resize(m, 0);
+        sums.head.resize(m, 0);
+        sums.len[0] = 0;
+        sums.line_after[0] = 0;
+        let mut all_fit = true;
         let (mut t, mut l) = (0u64, 0u32);
-        sums.len.push(0);
-        sums.line_after.push(0);
         let mut prev: Option<&Unit> = None;
-        for u in units {
-            sums.lead.push(t + u.sep as u64);
+        let out = sums
+            .lead
+            .iter_mut()
+            .zip(&mut sums.len[1..])
+            .zip(&mut sums.line_after[1..])
+            .zip(&mut sums.line_cost)
+            .zip(&mut sums.pause)
+            .zip(&mut sums.head);
+        for (u, (((((lead, len), line_after), line_cost), pause), head)) in units.iter().zip(out) {
+            *lead = t + u.sep as u64;
             t += u.g as u64 + u.sep as u64;
             l += u.has(LINE_AFTER) as u32;
-            sums.len.push(t);
-            sums.line_after.push(l);
-            sums.line_cost.push(super::lines::line_break_cost(p, u));
-            sums.all_fit &= u.g <= p.max_chars;
-            let (pause, head) = match prev {
+            *len = t;
+            *line_after = l;
+            *line_cost = super::lines::line_break_cost(p, u);
+            all_fit &= u.g <= p.max_chars;
+            (*pause, *head) = match prev {
                 Some(a) => (
                     pause_cost(p, u.start - a.end),
                     if !a.has(SENT_END) && a.speaker == u.speaker {
@@ -133,10 +142,9 @@ pub fn segment(
                 ),
                 None => (0, 0),
             };
-            sums.pause.push(pause);
-            sums.head.push(head);
             prev = Some(u);
         }
+        sums.all_fit = all_fit;
     }
     let mut a = base;
     while a < end {
@@ -229,28 +237,59 @@ struct BackFit {
 fn break_cost(p: &Params, units: &[Unit], u: usize) -> i64 {
     let a = &units[u];
     let b = &units[u + 1];
-    if a.has(MID_WORD) {
-        return 400;
+    // Looked up and selected without branches: which term applies follows the words'
+    // punctuation and pauses, which a branch predictor cannot guess (the branchy form was
+    // mispredicted about once per cue end). `BREAK_TERMS[flags]` is the cost by
+    // punctuation (before a speaker change and the pause) and the weak-word cost.
+    const fn base(f: u8) -> i64 {
+        if f & SENT_END != 0 {
+            0
+        } else if f & CLAUSE != 0 {
+            30
+        } else if f & LINE_AFTER != 0 {
+            10
+        } else {
+            160
+        }
     }
-    let mut c: i64 = if a.has(SENT_END) || a.speaker != b.speaker {
-        0
-    } else if a.has(CLAUSE) {
-        30
-    } else if a.has(LINE_AFTER) {
-        10
-    } else {
-        160
+    const fn weak(f: u8) -> i64 {
+        if f & WEAK != 0 && f & (CLAUSE | SENT_END) == 0 {
+            200
+        } else {
+            0
+        }
+    }
+    // The four flags the terms depend on are the low four bits.
+    const TERM_FLAGS: u8 = SENT_END | CLAUSE | WEAK | LINE_AFTER;
+    const _: () = assert!(TERM_FLAGS == 15);
+    const BREAK_TERMS: [(i64, i64); 16] = {
+        let mut t = [(0, 0); 16];
+        let mut f = 0;
+        while f < 16 {
+            t[f] = (base(f as u8), weak(f as u8));
+            f += 1;
+        }
+        t
     };
+    let (by_punctuation, weak) = BREAK_TERMS[usize::from(a.flags & TERM_FLAGS)];
+    let c = if a.speaker != b.speaker {
+        0
+    } else {
+        by_punctuation
+    };
+    // A pause makes the break cheaper, down to nothing at `pause_threshold`.
     let gap = b.start - a.end;
-    if gap >= p.pause_threshold {
-        c = 0;
-    } else if gap > 0 {
-        c -= c * gap / (2 * p.pause_threshold);
+    let g = gap.clamp(0, p.pause_threshold);
+    let c = if gap >= p.pause_threshold {
+        0
+    } else {
+        c - c * g / (2 * p.pause_threshold)
+    };
+    if a.has(MID_WORD) {
+        400
+    } else {
+        c + weak
     }
-    if a.has(WEAK) && !a.has(CLAUSE) && !a.has(SENT_END) {
-        c += 200;
-    }
-    c
 }
 
 /// What the cost of a cue `[i, j)` needs of its end `j`, worked out once per end.
@@ -312,8 +351,9 @@ fn cue_cost(
     let single = i == j - 1;
     let mut cost = best[i] + CUE_COST + e.brk + (c.lines as i64 - 1) * p.line_cost;
     if single && e.b - e.a > 1 {
-        let whole =
-            (i == 0 || units[i - 1].has(SENT_END) || i == e.a) && (u.has(SENT_END) || j == e.b);
+        // `|` and `&` rather than `||` and `&&`: no branch on the punctuation.
+        let after_end = units[i.saturating_sub(1)].has(SENT_END);
+        let whole = ((i == 0) | after_end | (i == e.a)) & (u.has(SENT_END) | (j == e.b));
         cost += if whole {
             SENTENCE_ORPHAN_COST.min(p.orphan_cost)
         } else {
@@ -561,6 +601,11 @@ fn smart_run(
                 last_sent = Some(k);
             }
         }
+        // Usually one step per cue end: the first two are taken without a branch (a loop's exit
+        // after a varying count is mispredicted).
+        for _ in 0..2 {
+            fit_ptr += usize::from((fit_ptr + 1 < j) & (sums.line(fit_ptr, j) > max_chars));
+        }
         while fit_ptr + 1 < j && sums.line(fit_ptr, j) > max_chars {
             fit_ptr += 1;
         }
@@ -579,7 +624,9 @@ fn smart_run(
         } else {
             last.end + 60_000
         };
-        let open_end = j < b && !last.has(SENT_END) && units[j].speaker == last.speaker;
+        // `&` rather than `&&`: no branch on the punctuation.
+        let next_same = units.get(j).is_some_and(|n| n.speaker == last.speaker);
+        let open_end = (j < b) & !last.has(SENT_END) & next_same;
         let (best_cost, best_i) = if fast {
             let mut e = End {
                 j,
@@ -1091,5 +1138,89 @@ fn two_line_cost_plain(p: &Params, sums: &Sums, (i, j): (usize, usize), first_r:
         0
     } else {
         best
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ContentProfile, FrameRate, Settings, SubtitleMode};
+
+    /// The cost of a cue break as its rules read, one after the other.
+    fn break_cost_by_the_rules(p: &Params, a: &Unit, b: &Unit) -> i64 {
+        if a.has(MID_WORD) {
+            return 400;
+        }
+        let mut c = if a.has(SENT_END) || a.speaker != b.speaker {
+            0
+        } else if a.has(CLAUSE) {
+            30
+        } else if a.has(LINE_AFTER) {
+            10
+        } else {
+            160
+        };
+        let gap = b.start - a.end;
+        if gap >= p.pause_threshold {
+            c = 0;
+        } else if gap > 0 {
+            c -= c * gap / (2 * p.pause_threshold);
+        }
+        if a.has(WEAK) && !a.has(CLAUSE) && !a.has(SENT_END) {
+            c += 200;
+        }
+        c
+    }
+
+    #[test]
+    fn the_break_cost_tables_give_what_the_rules_say() {
+        let profiles = [
+            Settings::default(),
+            Settings {
+                content_profile: ContentProfile::Dramatic,
+                ..Settings::default()
+            },
+            Settings {
+                subtitle_mode: SubtitleMode::Audiogram,
+                ..Settings::default()
+            },
+        ];
+        let gaps = [
+            -50, 0, 1, 99, 299, 300, 349, 399, 400, 401, 699, 700, 701, 5000,
+        ];
+        for settings in &profiles {
+            let p = Params::new(settings, FrameRate::FPS_25, None);
+            for flags in 0..=u8::MAX {
+                for speaker in [0, 1] {
+                    for gap in gaps {
+                        let a = Unit {
+                            word: 0,
+                            lo: 0,
+                            hi: 1,
+                            g: 1,
+                            w: 1,
+                            sep: true,
+                            start: 0,
+                            end: 1000,
+                            speaker: 0,
+                            flags,
+                            extra: 0,
+                        };
+                        let b = Unit {
+                            start: 1000 + gap,
+                            end: 2000 + gap,
+                            speaker,
+                            flags: 0,
+                            ..a
+                        };
+                        assert_eq!(
+                            break_cost(&p, &[a, b], 0),
+                            break_cost_by_the_rules(&p, &a, &b),
+                            "flags {flags:08b}, speaker {speaker}, gap {gap}"
+                        );
+                    }
+                }
+            }
+        }
     }
 }
