@@ -215,9 +215,17 @@ fn strip_closers(s: &str) -> &str {
     s.trim_end_matches(['"', '\'', ')', ']', '}', '»', '”', '’', '」', '』', '）'])
 }
 
+/// The break flags (`SENT_END`, `CLAUSE`) and `COMMA` that a word's final punctuation gives.
+#[inline]
 fn punctuation_flags(s: &str) -> (u8, u16) {
-    if s.as_bytes().last().is_some_and(u8::is_ascii_alphanumeric) {
-        return (0, 0);
+    // Most words end in a letter, a digit or ASCII punctuation, read from the last byte alone
+    // (a call to trim the closers, for one word in six, was a percent of the layout).
+    match s.as_bytes().last() {
+        Some(b) if b.is_ascii_alphanumeric() => return (0, 0),
+        Some(b'.' | b'?' | b'!') => return (SENT_END, 0),
+        Some(b',' | b';') => return (CLAUSE, COMMA),
+        Some(b':') => return (CLAUSE, 0),
+        _ => {}
     }
     let t = strip_closers(s);
     match t.chars().next_back() {
@@ -607,6 +615,28 @@ mod tests {
         assert_eq!(punctuation_flags("好。").0, SENT_END);
         assert_eq!(punctuation_flags("well,").0, CLAUSE);
         assert_eq!(punctuation_flags("well").0, 0);
+    }
+
+    #[test]
+    fn the_last_byte_shortcut_gives_what_the_punctuation_rules_give() {
+        let by_the_rules = |s: &str| match strip_closers(s).chars().next_back() {
+            Some('.' | '?' | '!' | '。' | '？' | '！' | '‽') => (SENT_END, 0),
+            Some(',' | ';' | '，' | '；' | '、') => (CLAUSE, COMMA),
+            Some(':' | '：' | '—' | '–' | '…') => (CLAUSE, 0),
+            _ => (0, 0),
+        };
+        let ends = (0u8..0x80)
+            .map(char::from)
+            .chain(['»', '”', '。', '、', '—', '…', 'é']);
+        for end in ends {
+            for word in [
+                format!("word{end}"),
+                format!("word.{end}"),
+                format!("x,{end}\""),
+            ] {
+                assert_eq!(punctuation_flags(&word), by_the_rules(&word), "{word:?}");
+            }
+        }
     }
 
     #[test]
