@@ -238,9 +238,10 @@ fn break_cost(p: &Params, units: &[Unit], u: usize) -> i64 {
     let a = &units[u];
     let b = &units[u + 1];
     // Looked up and selected without branches: which term applies follows the words'
-    // punctuation and pauses, which a branch predictor cannot guess (the branchy form was
-    // mispredicted about once per cue end). `BREAK_TERMS[flags]` is the cost by
-    // punctuation (before a speaker change and the pause) and the weak-word cost.
+    // punctuation and pauses, which a branch predictor cannot guess (cachegrind's branch
+    // simulation counted about one misprediction per cue end in the branchy form).
+    // `BREAK_TERMS[flags]` is the cost by punctuation (before a speaker change and the pause)
+    // and the weak-word cost.
     const fn base(f: u8) -> i64 {
         if f & SENT_END != 0 {
             0
