@@ -150,8 +150,8 @@ fn thread_cpu_ns() -> Option<u64> {
 /// Words per CPU-second of `runs` layouts of `words`, and per second of the fastest run by the
 /// wall clock. On a machine shared with other virtual machines a run is slowed by what they do to
 /// the caches and memory without losing its core, which the CPU time still counts (and schedstat
-/// only moves at scheduler ticks, too coarse to time one run); the fastest run is the layout's own
-/// cost. Like criterion's `iter_with_large_drop`, the time to free the cues is left out: that is
+/// only moves at scheduler ticks, too coarse to time one run); the fastest run comes closest to the
+/// layout's own cost. Like criterion's `iter_with_large_drop`, the time to free the cues is left out: that is
 /// the caller's cost, not the layout's.
 fn cpu_rate(words: &[Word], settings: &Settings, runs: u32) -> Option<(f64, f64)> {
     let (mut ns, mut fastest) = (0, f64::MAX);
@@ -171,8 +171,8 @@ fn cpu_rate(words: &[Word], settings: &Settings, runs: u32) -> Option<(f64, f64)
     Some((cpu_rate, words.len() as f64 / fastest))
 }
 
-/// Prints words per CPU-second for 10 h smart and greedy and 100 h smart, and the ratio of the
-/// 100 h to the 10 h CPU time.
+/// Prints words per CPU-second for 10 h smart and greedy and 100 h smart, words per second of the
+/// fastest smart runs, and the ratio of the 100 h to the 10 h time by both.
 fn cpu_report() {
     let ten = transcript(10);
     let hundred = transcript(100);
