@@ -3,10 +3,10 @@
 
 mod common;
 
+use cuecraft_engine::qc::{check, Level, QcStyle};
 use cuecraft_engine::{
     layout, Break, ContentProfile, ForbiddenRule, FrameRate, Millis, Settings, SubtitleMode, Word,
 };
-use cuecraft_engine::qc::{check, Level, QcStyle};
 use proptest::prelude::*;
 
 /// Word texts that exercise every path: plain, punctuation, weak words, CJK, RTL, emoji, combining
