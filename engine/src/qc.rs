@@ -646,6 +646,14 @@ fn bridged(cues: &[Cue], i: usize, chars: usize, style: &QcStyle, fr: FrameRate)
     if let Some(max) = style.max_duration {
         allowed = allowed.min(start + max.0).max(speech_end);
     }
+    // On the frame grid, as the layout extends cues (to the first frame at or after the need).
+    let f = fr.frame_floor(Millis(allowed));
+    let f = if fr.frame_start(f).0 < allowed {
+        f + 1
+    } else {
+        f
+    };
+    let mut allowed = fr.frame_start(f).0;
     if let Some(next) = cues.get(i + 1) {
         // Chaining closes a short gap left after those needs.
         if (next.start.0 - allowed) <= style.chain_gap.0 {
@@ -660,6 +668,167 @@ fn bridged(cues: &[Cue], i: usize, chars: usize, style: &QcStyle, fr: FrameRate)
             (c.end.0 - speech_end) as f64 / 1000.0,
             (c.end.0 - allowed) as f64 / 1000.0
         )
+    })
+}
+
+/// The reachable best for reading pace: how few of the same number of cues must exceed the
+/// style's pace however the same words are cut into cues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PaceFloor {
+    /// Cues (as many as the checked file has).
+    pub cues: usize,
+    /// The fewest of them that exceed the pace.
+    pub over: usize,
+}
+
+impl PaceFloor {
+    /// `over` as a percentage of `cues`.
+    pub fn percent(&self) -> f64 {
+        if self.cues == 0 {
+            0.0
+        } else {
+            self.over as f64 * 100.0 / self.cues as f64
+        }
+    }
+}
+
+/// Words times cues above which [`pace_floor`] declines (its time is their product times the
+/// words a cue can hold): about a second of work; a feature-length transcript is far below it.
+const FLOOR_WORK: usize = 60_000_000;
+
+/// The fewest cues over the style's pace among all ways of cutting the cues' words (in order)
+/// into exactly as many cues, each of which:
+/// - fits the style's lines (words wrapped greedily; a two-speaker cue one line per speaker, its
+///   dash counted),
+/// - holds no silence of `long_silence` or more between its words,
+/// - stays up from its first word's start until `min_gap_frames` before the next cue's first
+///   word (at most `max_duration`); the last cue as long as it needs.
+///
+/// That is the most any layout can give a cue without showing text before it is spoken, so no
+/// layout of these words into this many cues has fewer over the pace. `None` when the style has
+/// no pace, a cue has no words (a subtitle file), no such cutting exists, or the transcript is too
+/// long for the search (words times cues over about 60 million).
+pub fn pace_floor(cues: &[Cue], style: &QcStyle, frame_rate: FrameRate) -> Option<PaceFloor> {
+    let cps = style.max_cps? as i64;
+    let k_cues = cues.len();
+    if k_cues == 0 || cues.iter().any(|c| c.words.is_empty()) {
+        return None;
+    }
+    struct W {
+        g: usize,
+        start: i64,
+        end: i64,
+        speaker: u32,
+    }
+    let words: Vec<W> = cues
+        .iter()
+        .flat_map(|c| c.words.iter())
+        .filter(|w| !w.text.trim().is_empty())
+        .map(|w| W {
+            g: graphemes(w.text.trim()),
+            start: (w.start + style.word_shift).0,
+            end: (w.end + style.word_shift).0,
+            speaker: w.speaker,
+        })
+        .collect();
+    let n = words.len();
+    if n < k_cues || n.saturating_mul(k_cues) > FLOOR_WORK {
+        return None;
+    }
+    let max_chars = style.max_chars_per_line.max(1) as usize;
+    let max_lines = style.max_lines.max(1) as usize;
+    let gap = frame_rate.frames_duration(style.min_gap_frames).0;
+    let long = style.long_silence.0;
+    // Whether words lo..hi fit one cue's lines (greedy wrap; each word at least one line's worth
+    // of pieces when longer than a line).
+    let fits = |lo: usize, hi: usize| -> bool {
+        let wrap = |ws: &[W], lines_left: usize, extra: usize| -> bool {
+            let mut lines = 1;
+            let mut len = extra;
+            for (k, w) in ws.iter().enumerate() {
+                let add = if k == 0 { w.g } else { w.g + 1 };
+                if len + add <= max_chars {
+                    len += add;
+                } else if k > 0 && w.g <= max_chars {
+                    lines += 1;
+                    len = w.g;
+                } else {
+                    // An over-long word is cut into pieces of a line.
+                    let total = len + add;
+                    lines += (total - 1) / max_chars;
+                    len = (total - 1) % max_chars + 1;
+                }
+                if lines > lines_left {
+                    return false;
+                }
+            }
+            true
+        };
+        let ws = &words[lo..hi];
+        match ws.iter().position(|w| w.speaker != ws[0].speaker) {
+            None => wrap(ws, max_lines, 0),
+            Some(at) => {
+                max_lines >= 2
+                    && ws[at..].iter().all(|w| w.speaker == ws[at].speaker)
+                    && wrap(&ws[..at], 1, 1)
+                    && wrap(&ws[at..], 1, 1)
+            }
+        }
+    };
+    // Prefix sums of graphemes, for a cue's characters (words joined by one space).
+    let mut pre = vec![0usize; n + 1];
+    for (k, w) in words.iter().enumerate() {
+        pre[k + 1] = pre[k] + w.g;
+    }
+    // For each cue end `hi`, the earliest start `lo` that still fits (fitting is monotone: a cue
+    // that fits still fits without its first word).
+    let mut earliest = vec![0usize; n + 1];
+    let mut lo = 0;
+    for hi in 1..=n {
+        if hi > 1 && long > 0 && words[hi - 1].start - words[hi - 2].end >= long {
+            lo = hi - 1;
+        }
+        while lo < hi - 1 && !fits(lo, hi) {
+            lo += 1;
+        }
+        earliest[hi] = lo;
+    }
+    let over = |lo: usize, hi: usize| -> u32 {
+        let chars = (pre[hi] - pre[lo] + (hi - lo - 1)) as i64;
+        let Some(next) = words.get(hi) else {
+            return 0;
+        };
+        let mut avail = next.start - gap - words[lo].start;
+        if let Some(max) = style.max_duration {
+            avail = avail.min(max.0);
+        }
+        (chars * 1000 > cps * avail) as u32
+    };
+    const INF: u32 = u32::MAX / 2;
+    // best[hi]: fewest cues over the pace among cuttings of words[..hi] into k cues.
+    let mut best = vec![INF; n + 1];
+    best[0] = 0;
+    let mut next = vec![INF; n + 1];
+    for k in 1..=k_cues {
+        next[0] = INF;
+        // With k cues, at least k words are needed and k_cues - k must remain for the rest.
+        for hi in 1..=n {
+            let mut b = INF;
+            if hi >= k && n - hi >= k_cues - k {
+                let from = earliest[hi].max(k - 1);
+                for (lo, &prev) in best.iter().enumerate().take(hi).skip(from) {
+                    if prev < INF {
+                        b = b.min(prev + over(lo, hi));
+                    }
+                }
+            }
+            next[hi] = b;
+        }
+        std::mem::swap(&mut best, &mut next);
+    }
+    (best[n] < INF).then_some(PaceFloor {
+        cues: k_cues,
+        over: best[n] as usize,
     })
 }
 
@@ -1047,5 +1216,89 @@ mod tests {
             assert!(!r.has_errors(), "{settings:?}: {:?}", r.findings);
             assert_eq!(r.summary.cues, cues.len());
         }
+    }
+
+    /// Cues of one word each from `(text, start, end)`, one cue per group.
+    fn cues_of(groups: &[&[(&str, i64, i64)]]) -> Vec<Cue> {
+        groups
+            .iter()
+            .map(|g| cue_words(g[0].1, g.last().unwrap().2, g))
+            .collect()
+    }
+
+    #[test]
+    fn the_pace_floor_finds_the_better_cut_of_the_same_words() {
+        let style = QcStyle::from_settings(&Settings::default(), &[]);
+        // Four words; cut 3 + 1 the first cue (33 characters) has 1.9 s until the last word,
+        // under the 17 per second it needs; cut 2 + 2 both halves have time enough.
+        let words = [
+            ("Everything", 0, 500),
+            ("considered,", 500, 1000),
+            ("honestly", 1000, 1500),
+            ("yes.", 2000, 3000),
+        ];
+        let bad = cues_of(&[&words[..3], &words[3..]]);
+        let r = check(&bad, &style, FrameRate::FPS_25);
+        assert_eq!(r.summary.count(Rule::ReadingPace), 1);
+        let floor = pace_floor(&bad, &style, FrameRate::FPS_25).unwrap();
+        assert_eq!(floor, PaceFloor { cues: 2, over: 0 });
+        // One cue for all four words has no successor to stop it: never over.
+        let one = cues_of(&[&words[..]]);
+        assert_eq!(pace_floor(&one, &style, FrameRate::FPS_25).unwrap().over, 0);
+    }
+
+    #[test]
+    fn the_pace_floor_counts_cues_no_cut_can_save() {
+        let style = QcStyle::from_settings(&Settings::default(), &[]);
+        // Three long words spoken in 0.9 s, each needing its own cue: the first two must be over.
+        let words = [
+            ("Extraordinarily", 0, 300),
+            ("incomprehensible", 300, 600),
+            ("circumstances.", 600, 900),
+        ];
+        let cues = cues_of(&[&words[..1], &words[1..2], &words[2..]]);
+        assert_eq!(
+            pace_floor(&cues, &style, FrameRate::FPS_25),
+            Some(PaceFloor { cues: 3, over: 2 })
+        );
+        // Files without words, and styles without a pace, have no floor.
+        let file = [cue(0, 1000, &["Hi."])];
+        assert_eq!(pace_floor(&file, &style, FrameRate::FPS_25), None);
+        let audiogram = Settings {
+            subtitle_mode: SubtitleMode::Audiogram,
+            ..Settings::default()
+        };
+        let s = QcStyle::from_settings(&audiogram, &[]);
+        assert_eq!(pace_floor(&cues, &s, FrameRate::FPS_25), None);
+    }
+
+    #[test]
+    fn the_pace_floor_respects_line_limits_and_long_silences() {
+        let settings = Settings {
+            max_chars_per_line: 10,
+            max_lines_per_subtitle: 1,
+            ..Settings::default()
+        };
+        let style = QcStyle::from_settings(&settings, &[]);
+        // "aaaa bbbb" fits a 10-character line, three words do not, and the 2.6 s silence
+        // splits the pairs anyway: two cues can only be the two pairs, each with time enough.
+        let words = [
+            ("aaaa", 0, 200),
+            ("bbbb", 200, 400),
+            ("cccc", 3000, 3200),
+            ("dddd", 3200, 3400),
+        ];
+        let cues = cues_of(&[&words[..2], &words[2..]]);
+        assert_eq!(
+            pace_floor(&cues, &style, FrameRate::FPS_25).unwrap().over,
+            0
+        );
+        // Three cues of these words: one of the pairs must split, and a lone four-letter word
+        // followed at once by the next has 0.2 s minus the gap.
+        let three = cues_of(&[&words[..1], &words[1..2], &words[2..]]);
+        assert_eq!(
+            pace_floor(&three, &style, FrameRate::FPS_25).unwrap().over,
+            1
+        );
     }
 }

@@ -127,6 +127,19 @@ pub fn run(args: SubmitArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `GET {api}{path}` with the key from `key` or `CUECRAFT_API_KEY`, its JSON answer; an API error
+/// becomes an error carrying its `error` and `code`, a 429 is waited out. For `cuecraft check
+/// --job`, which reads a job's transcript.
+pub fn get_json(api: &str, key: Option<&str>, path: &str) -> anyhow::Result<Value> {
+    let key = match key {
+        Some(k) => k.to_string(),
+        None => std::env::var("CUECRAFT_API_KEY")
+            .map_err(|_| anyhow!("no API key: pass --key or set CUECRAFT_API_KEY"))?,
+    };
+    let api = Url::parse(api.trim_end_matches('/')).map_err(|e| anyhow!("--api {e}"))?;
+    Client { api, key }.call_json("GET", path, None)
+}
+
 /// What `POST /jobs` declares about the file.
 struct FileFacts {
     filename: String,
