@@ -7,5 +7,6 @@ mod common;
 mod api;
 mod cli;
 mod errors;
+mod hardening;
 mod media;
 mod pipeline;
