@@ -153,3 +153,51 @@ fn ffmpeg_messages_reach_the_job_without_server_paths() {
     let work = server.data_dir().join("work");
     failed_job_error(&server, "No space left on device", &work.to_string_lossy());
 }
+
+#[test]
+fn scripts_run_starts_the_binary_cargo_built_wherever_the_target_directory_is() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    // The target directory elsewhere, as CARGO_TARGET_DIR makes it. Its `cuecraft` records that
+    // it ran, then is the real binary; the `cargo` first on PATH skips `build` (the binary is
+    // there already, and a build into an empty directory would take minutes) and is the real
+    // cargo for everything else, `metadata` included.
+    let target = tmp.path().join("elsewhere");
+    let release = target.join("release");
+    std::fs::create_dir_all(&release).expect("mkdir");
+    let marker = tmp.path().join("ran");
+    script(
+        &release,
+        "cuecraft",
+        &format!(
+            "touch '{}'\nexec '{}' \"$@\"",
+            marker.display(),
+            crate::common::BIN
+        ),
+    );
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir(&bin).expect("mkdir");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    script(
+        &bin,
+        "cargo",
+        &format!("[ \"$1\" = build ] && exit 0\nexec '{cargo}' \"$@\""),
+    );
+    let out = std::process::Command::new("scripts/run")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .arg("--help")
+        .env("CARGO_TARGET_DIR", &target)
+        .env("PATH", path_with(&bin))
+        .output()
+        .expect("scripts/run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--data-dir"));
+    assert!(
+        marker.exists(),
+        "scripts/run did not run {}",
+        release.display()
+    );
+}
