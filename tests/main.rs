@@ -8,5 +8,6 @@ mod api;
 mod check;
 mod cli;
 mod errors;
+mod hardening;
 mod media;
 mod pipeline;

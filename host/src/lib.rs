@@ -12,6 +12,7 @@ pub mod media;
 pub mod pipeline;
 pub mod ratelimit;
 pub mod recognizer;
+pub mod redact;
 pub mod results;
 pub mod server;
 pub mod submit;
