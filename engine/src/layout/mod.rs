@@ -42,7 +42,7 @@ pub(crate) struct Params {
     ell_len: u32,
     /// Reading pace, characters per second.
     cps: i64,
-    /// Microseconds of reading time per character (1e6 / cps).
+    /// Microseconds of reading time per character (1e6 / cps, rounded up).
     us_per_char: i64,
     /// Whether reading pace applies (not in audiogram mode).
     pace: bool,
@@ -58,8 +58,17 @@ pub(crate) struct Params {
     orphan_cost: i64,
     split_on_punctuation: bool,
     gap_frames: u32,
-    /// The frame gap in ms.
-    gap_ms: i64,
+    /// The frame gap and one frame more, in ms: what a cue's time on screen may lose before the
+    /// next cue's first word. Its start and end are snapped to the nearest frame, so it can fall
+    /// short of `next word's start - gap - first word's start` by up to one frame, and reading
+    /// pace is judged on the snapped times.
+    room_gap: i64,
+    /// Frames per millisecond and milliseconds per frame, for the segmentation's estimate of
+    /// where timing will put a cue's start.
+    frames_per_ms: f64,
+    ms_per_frame: f64,
+    /// Cost every cue end with the general walk (tests compare it with the fast walk).
+    general_only: bool,
     shift: i64,
     min_dur: i64,
     max_dur: Option<i64>,
@@ -68,6 +77,10 @@ pub(crate) struct Params {
 /// Silence (ms) that always ends a cue outside audiogram mode: showing text through a longer
 /// silence would put words on screen long before they are spoken.
 const HARD_PAUSE_MS: i64 = 2000;
+
+/// In a transcript without sentence punctuation, a silence at least this long (ms) after a word
+/// is taken as a sentence end for cue breaking.
+const PAUSE_SENTENCE_MS: i64 = 300;
 
 /// Reading pace picked for `auto` from the transcript's own speech rate (characters per second
 /// of speaking time, short pauses included), read straight from the words in reading order.
@@ -137,7 +150,8 @@ const LOOKAHEAD: usize = 256;
 impl Params {
     fn set_cps(&mut self, cps: i64) {
         self.cps = cps.max(1);
-        self.us_per_char = 1_000_000 / self.cps;
+        // Rounded up, so a cue judged readable in time is readable at exactly the pace.
+        self.us_per_char = (1_000_000 + self.cps - 1) / self.cps;
     }
 
     fn new(s: &Settings, fr: FrameRate, forbid: Option<&prepare::Forbid>) -> Params {
@@ -196,7 +210,10 @@ impl Params {
             orphan_cost: if audiogram { 40 } else { 170 },
             split_on_punctuation: s.split_on_punctuation,
             gap_frames: s.min_frames_between_subtitles,
-            gap_ms: fr.frames_duration(s.min_frames_between_subtitles).0,
+            frames_per_ms: fr.num as f64 / (1000.0 * fr.den as f64),
+            ms_per_frame: 1000.0 * fr.den as f64 / fr.num as f64,
+            general_only: false,
+            room_gap: fr.frames_duration(s.min_frames_between_subtitles).0,
             shift: s.shift_ms as i64,
             min_dur: s.min_duration.map_or(0, |m| m.0.max(0)),
             max_dur: s.max_duration.filter(|m| m.0 > 0).map(|m| m.0),
@@ -212,8 +229,19 @@ impl Params {
 /// no cues. Cue times are on the frame grid, sorted, at least `minFramesBetweenSubtitles` frames
 /// apart, and every cue lasts at least one frame.
 pub fn layout(words: &[Word], settings: &Settings, frame_rate: FrameRate) -> Vec<Cue> {
+    layout_with(words, settings, frame_rate, false)
+}
+
+/// [`layout`], with the general walk for every cue end when `general_only`.
+fn layout_with(
+    words: &[Word],
+    settings: &Settings,
+    frame_rate: FrameRate,
+    general_only: bool,
+) -> Vec<Cue> {
     let forbid = prepare::Forbid::new(&settings.forbidden_characters);
     let mut p = Params::new(settings, frame_rate, forbid.as_ref());
+    p.general_only = general_only;
     p.set_cps(p.cps);
     // Over-long words are cut so that a piece with a `...` still fits a line.
     let reserve = if p.ellipsis { p.ell_len } else { 0 };
@@ -237,10 +265,14 @@ pub fn layout(words: &[Word], settings: &Settings, frame_rate: FrameRate) -> Vec
         p.set_cps(auto_cps(word_texts, n));
     }
     let word_at = |k: usize| words.get(word_texts.index(k));
+    // A transcript without any sentence punctuation (a recogniser that gives none): its
+    // sentence ends are guessed from its pauses, so cues still end where sentences do.
+    let pause_end = (p.smart && !prepare::any_sentence_end(words)).then_some(PAUSE_SENTENCE_MS);
     let mut prep = prepare::Preparer::new(prepare::PrepOptions {
         capitalise: p.smart,
         forbid: forbid.as_ref(),
         chunk: chunk_graphemes,
+        pause_end,
     });
     let mut units: Vec<prepare::Unit> = Vec::with_capacity((3 * CHUNK).min(n + 1));
     let mut arena = String::new();
@@ -311,5 +343,181 @@ fn own_from(u: &prepare::Unit) -> usize {
         u.word as usize
     } else {
         u.word as usize + 1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Break, Millis};
+
+    /// A small deterministic generator (xorshift), so the comparison needs no dependency.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    /// Words of `sentences`, 30 ms apart inside a sentence and `pause` ms between sentences.
+    fn spoken(sentences: &[&str], pause: i64) -> Vec<Word> {
+        let mut t = 0;
+        let mut words = Vec::new();
+        for s in sentences {
+            for w in s.split(' ') {
+                words.push(Word::new(w, Millis(t), Millis(t + 250), 0));
+                t += 280;
+            }
+            t += pause - 30;
+        }
+        words
+    }
+
+    fn texts(cues: &[Cue]) -> Vec<String> {
+        cues.iter().map(|c| c.lines.join(" / ")).collect()
+    }
+
+    #[test]
+    fn unpunctuated_speech_ends_cues_at_its_pauses_without_adding_capitals() {
+        let sentences = [
+            "so we went home early",
+            "then it rained all night",
+            "nobody slept much",
+        ];
+        let cues = layout(
+            &spoken(&sentences, 450),
+            &Settings::default(),
+            FrameRate::FPS_25,
+        );
+        // The first word of the transcript is capitalised, as always in smart mode; the words
+        // after a pause are not (no full stop was heard).
+        assert_eq!(
+            texts(&cues),
+            [
+                "So we went home early",
+                "then it rained all night",
+                "nobody slept much"
+            ]
+        );
+        // Without the pauses the same words run together into one cue.
+        let cues = layout(
+            &spoken(&sentences, 30),
+            &Settings::default(),
+            FrameRate::FPS_25,
+        );
+        assert_eq!(cues.len(), 1, "{:?}", texts(&cues));
+        // With punctuation anywhere, pauses are pauses: sentence ends come from the text.
+        let mut words = spoken(&sentences, 450);
+        words[4] = Word::new("early.", words[4].start, words[4].end, 0);
+        let cues = layout(&words, &Settings::default(), FrameRate::FPS_25);
+        assert_eq!(texts(&cues)[0], "So we went home early.");
+        assert!(
+            texts(&cues)[1].starts_with("Then it rained"),
+            "{:?}",
+            texts(&cues)
+        );
+    }
+
+    #[test]
+    fn a_pause_after_a_weak_word_is_a_hesitation_not_a_sentence_end() {
+        let mut words = spoken(&["we walked to the", "station in the rain"], 450);
+        words.extend(spoken(&["and waited"], 0).into_iter().map(|mut w| {
+            w.start = w.start + Millis(4000);
+            w.end = w.end + Millis(4000);
+            w
+        }));
+        let cues = layout(&words, &Settings::default(), FrameRate::FPS_25);
+        assert_eq!(texts(&cues)[0], "We walked to the station in the rain");
+    }
+
+    #[test]
+    fn the_fast_walk_chooses_the_cues_the_general_walk_chooses() {
+        const VOCAB: [&str; 16] = [
+            "the",
+            "and",
+            "river",
+            "valley,",
+            "moved.",
+            "quickly?",
+            "I",
+            "of",
+            "station",
+            "yes!",
+            "workshop",
+            "a",
+            "sediment;",
+            "ten",
+            "thousand",
+            "years.",
+        ];
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for case in 0..4000 {
+            let n = 1 + rng.below(160) as usize;
+            let unpunctuated = rng.below(4) == 0;
+            let mut t = 0i64;
+            let words: Vec<Word> = (0..n)
+                .map(|_| {
+                    let text = VOCAB[rng.below(VOCAB.len() as u64) as usize];
+                    let text = if unpunctuated {
+                        text.trim_end_matches(['.', ',', '?', '!', ';'])
+                            .to_lowercase()
+                    } else {
+                        text.to_string()
+                    };
+                    t += [10, 40, 80, 250, 400, 800, 2500][rng.below(7) as usize];
+                    let d = 100 + rng.below(500) as i64;
+                    let mut w = Word::new(text, Millis(t), Millis(t + d), rng.below(3) as u32);
+                    if rng.below(40) == 0 {
+                        w.break_after = Some(if rng.below(2) == 0 {
+                            Break::Line
+                        } else {
+                            Break::Cue
+                        });
+                    }
+                    t += d;
+                    w
+                })
+                .collect();
+            let settings = Settings {
+                max_chars_per_line: [12, 20, 32, 42, 60][rng.below(5) as usize],
+                max_lines_per_subtitle: 1 + rng.below(3) as u32,
+                content_profile: [
+                    ContentProfile::Balanced,
+                    ContentProfile::Dense,
+                    ContentProfile::Dramatic,
+                    ContentProfile::Auto,
+                ][rng.below(4) as usize],
+                em_dash_on_speaker_change: rng.below(3) != 0,
+                split_on_punctuation: rng.below(5) == 0,
+                min_duration: (rng.below(4) == 0).then_some(Millis(1500)),
+                max_duration: (rng.below(4) == 0).then_some(Millis(3000)),
+                min_frames_between_subtitles: rng.below(6) as u32,
+                shift_ms: [0, 0, 300, -500][rng.below(4) as usize],
+                subtitle_mode: if rng.below(8) == 0 {
+                    SubtitleMode::Audiogram
+                } else {
+                    SubtitleMode::Default
+                },
+                ..Settings::default()
+            };
+            let fr = [
+                FrameRate::FPS_25,
+                FrameRate {
+                    num: 30000,
+                    den: 1001,
+                },
+            ][rng.below(2) as usize];
+            let fast = layout_with(&words, &settings, fr, false);
+            let general = layout_with(&words, &settings, fr, true);
+            assert_eq!(fast, general, "case {case}: {settings:?}");
+        }
     }
 }

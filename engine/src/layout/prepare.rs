@@ -28,6 +28,9 @@ pub const IN_ARENA: u8 = 128;
 
 /// A comma or semicolon (for splitOnPunctuation's preferred line breaks).
 pub const COMMA: u16 = 1;
+/// `SENT_END` set by a pause in a transcript without sentence punctuation, not by the text
+/// (splitOnPunctuation, which is literal, ignores it).
+pub const PAUSE_END: u16 = 2;
 
 /// One displayable piece of text: a whole word, or a line-sized piece of an over-long word.
 #[derive(Debug, Clone, Copy)]
@@ -52,7 +55,7 @@ pub struct Unit {
     pub speaker: u32,
     /// `SENT_END` .. `IN_ARENA`.
     pub flags: u8,
-    /// `COMMA`.
+    /// `COMMA`, `PAUSE_END`.
     pub extra: u16,
 }
 
@@ -215,6 +218,13 @@ fn strip_closers(s: &str) -> &str {
     s.trim_end_matches(['"', '\'', ')', ']', '}', '»', '”', '’', '」', '』', '）'])
 }
 
+/// Whether any word of `words` ends a sentence by its punctuation (stops at the first that does).
+pub fn any_sentence_end(words: &[Word]) -> bool {
+    words
+        .iter()
+        .any(|w| punctuation_flags(w.text.trim_end()).0 & SENT_END != 0)
+}
+
 /// The break flags (`SENT_END`, `CLAUSE`) and `COMMA` that a word's final punctuation gives.
 #[inline]
 fn punctuation_flags(s: &str) -> (u8, u16) {
@@ -372,6 +382,10 @@ pub struct PrepOptions<'f> {
     pub forbid: Option<&'f Forbid>,
     /// Longest piece of an over-long word, graphemes (>= 1).
     pub chunk: u32,
+    /// In a transcript without sentence punctuation (a recogniser that gives none), a silence
+    /// of at least this many ms after a word marks a sentence end for cue breaking (`PAUSE_END`);
+    /// capitals are not added after it.
+    pub pause_end: Option<i64>,
 }
 
 /// Turns words into units one at a time, carrying what it needs across words (sentence starts,
@@ -439,7 +453,7 @@ impl<'f> Preparer<'f> {
             }
         }
         // Sentence ends are read from the recognised text, before any replacement.
-        let (mut flags, extra) = punctuation_flags(&text);
+        let (mut flags, mut extra) = punctuation_flags(&text);
         if let Some(f) = self.opts.forbid {
             if let Some(r) = f.apply(&text) {
                 text = Cow::Owned(clean(&r).unwrap_or(r).trim().to_string());
@@ -452,6 +466,14 @@ impl<'f> Preparer<'f> {
         self.sentence_start = flags & SENT_END != 0;
         if is_weak(&text, printable) {
             flags |= WEAK;
+        }
+        // A sentence seldom ends in an article or a conjunction: a pause after one is a
+        // hesitation.
+        if let (Some(t), Some(ns)) = (self.opts.pause_end, next_start) {
+            if (ns - end >= t) & (flags & WEAK == 0) {
+                flags |= SENT_END;
+                extra |= PAUSE_END;
+            }
         }
         match w.break_after {
             Some(Break::Line) => flags |= LINE_AFTER,

@@ -1,18 +1,24 @@
 //! Cue boundaries: where one cue ends and the next begins. Smart mode scores every feasible cue
 //! in a bounded window (a DP over break points); greedy mode fills each cue to the limits.
 
-use super::prepare::{Unit, CLAUSE, CUE_AFTER, LINE_AFTER, MID_WORD, SENT_END, WEAK};
+use super::prepare::{Unit, CLAUSE, CUE_AFTER, LINE_AFTER, MID_WORD, PAUSE_END, SENT_END, WEAK};
 use super::Params;
 
 /// Cost units: one "point" is roughly what one badly placed break is worth.
 const CUE_COST: i64 = 70;
 const SENTENCE_ORPHAN_COST: i64 = 40;
 const INTERNAL_PAUSE_COST: i64 = 150;
-const DIALOGUE_COST: i64 = 10;
+const DIALOGUE_COST: i64 = 80;
 /// A new sentence that starts inside a cue and runs on into the next one.
 const TAIL_COST: i64 = 100;
 /// A cue that opens with the end of the previous cue's sentence and then starts another.
 const HEAD_COST: i64 = 50;
+/// A sentence that ends inside a cue rather than at its end (the end of a speaker's line in a
+/// two-speaker cue excepted).
+const INNER_COST: i64 = 250;
+/// A cue that cannot be read at the pace in the time it may stay up, on top of the share of time
+/// it lacks.
+const PACE_STEP: i64 = 600;
 /// A cue shorter than this (ms) flashes by: 5/6 s.
 pub const FLASH_MS: i64 = 833;
 
@@ -50,7 +56,7 @@ fn hard_before(p: &Params, units: &[Unit], u: usize) -> bool {
     let (a, b) = (&units[u - 1], &units[u]);
     a.has(CUE_AFTER)
         || (a.speaker != b.speaker && !p.dialogue)
-        || (p.split_on_punctuation && a.has(SENT_END))
+        || (p.split_on_punctuation && a.has(SENT_END) && a.extra & PAUSE_END == 0)
         || b.start - a.end >= p.hard_pause
 }
 
@@ -110,6 +116,18 @@ pub fn segment(
         sums.line_cost.resize(m, 0);
         sums.pause.resize(m, 0);
         sums.head.resize(m, 0);
+        sums.snap.clear();
+        if p.pace {
+            // Each unit's start as timing will show it: shifted and snapped to the grid. In
+            // floating point, without the two integer divisions per unit that timing's exact
+            // arithmetic takes: IEEE arithmetic gives the same result everywhere, and at an exact
+            // half frame, where it may round the other way, it only moves a cost by a frame.
+            let (per_ms, ms) = (p.frames_per_ms, p.ms_per_frame);
+            sums.snap.extend(units.iter().map(|u| {
+                let t = (u.start + p.shift) as f64;
+                floor(floor(t * per_ms + 0.5) as f64 * ms + 0.5)
+            }));
+        }
         sums.len[0] = 0;
         sums.line_after[0] = 0;
         let mut all_fit = true;
@@ -206,6 +224,9 @@ struct Sums {
     pause: Vec<i64>,
     /// `head[k]`: `HEAD_COST` when unit k - 1 does not end a sentence and has unit k's speaker.
     head: Vec<i64>,
+    /// `snap[k]`: unit k's start shifted and snapped to the frame grid, as timing shows a cue
+    /// starting with it (with reading pace only).
+    snap: Vec<i64>,
 }
 
 impl Sums {
@@ -328,6 +349,8 @@ struct Cand {
     max_gap: i64,
     /// A sentence ends inside the cue (before its last unit).
     inner_end: bool,
+    /// A sentence ends inside the cue other than at the end of a speaker's line.
+    inner_sent: bool,
     /// Graphemes of units `[i, j)` on one line.
     chars: i64,
     /// `...` before the cue.
@@ -362,6 +385,9 @@ fn cue_cost(
         };
     }
     cost += pause_cost(p, c.max_gap);
+    if c.inner_sent {
+        cost += INNER_COST;
+    }
     if c.inner_end {
         if e.open_end {
             cost += TAIL_COST;
@@ -377,6 +403,13 @@ fn cue_cost(
         return None;
     }
     rest_cost(p, units, sums, e, c, cost, best_cost)
+}
+
+/// `x` rounded down to an integer (`f64::floor` is a library call on the baseline x86-64 target).
+#[inline(always)]
+fn floor(x: f64) -> i64 {
+    let t = x as i64;
+    t - i64::from(x < t as f64)
 }
 
 /// The cost of a cue whose longest silence is `max_gap`.
@@ -407,8 +440,10 @@ fn rest_cost(
     if p.pace {
         let span = (e.last.end - u.start).max(1);
         let text = c.chars + (c.prefix + e.suffix) as i64;
-        let needed = text * p.us_per_char / 1000;
-        let avail = (e.room_end - u.start).min(e.max_dur).max(span).max(1);
+        let needed = (text * p.us_per_char + 999) / 1000;
+        // Not beyond the next cue minus the gap even when the words run on: timing then pulls
+        // the end back to keep the gap.
+        let avail = (e.room_end - sums.snap[i]).min(e.max_dur).max(1);
         // Worked out without branches: they would be mispredicted half of the time. When
         // `needed <= avail` the division gives 0.0, the term's value in that case.
         let shown = needed.max(span).max(p.min_dur).min(avail);
@@ -419,7 +454,7 @@ fn rest_cost(
         };
         // A float division: IEEE division is exact and deterministic on every platform.
         let over = (needed - avail).max(0) as f32 * 400.0 / avail as f32;
-        cost += flash + over.min(2000.0) as i64;
+        cost += flash + over.min(2000.0) as i64 + PACE_STEP * i64::from(needed > avail);
         if cost >= best_cost {
             return None;
         }
@@ -452,6 +487,7 @@ fn walk_general(
         chars: last.g as i64,
         max_gap: 0,
         inner_end: false,
+        inner_sent: false,
     };
     let fit = &mut BackFit {
         lines: 1,
@@ -474,6 +510,9 @@ fn walk_general(
             }
             if u.has(SENT_END) {
                 w.inner_end = true;
+                // A sentence end before a speaker change ends a speaker's line, not the cue's
+                // text.
+                w.inner_sent |= u.speaker == nx.speaker;
             }
             if i < i_lim || last.end - u.start > e.max_dur {
                 break;
@@ -537,6 +576,7 @@ fn walk_general(
                     dialogue: fit.dialogue,
                     max_gap: w.max_gap,
                     inner_end: w.inner_end,
+                    inner_sent: w.inner_sent,
                     chars: w.chars,
                     prefix,
                 };
@@ -559,6 +599,7 @@ struct Walk {
     chars: i64,
     max_gap: i64,
     inner_end: bool,
+    inner_sent: bool,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -579,7 +620,7 @@ fn smart_run(
     let max_chars = p.max_chars as i64;
     // The fast walk (below) needs every line to be free of decorations and every unit to fit a
     // line on its own, which holds unless ellipsisContinuation is on.
-    let fast = !p.ellipsis && sums.all_fit;
+    let fast = !p.ellipsis && sums.all_fit && !p.general_only;
     // Two pointers, both only moving forward as `j` grows: the first unit of the longest line
     // ending before `j`, and the first unit a cue ending at `j` may start with under maxDuration
     // (unit ends never decrease, since overlaps are trimmed).
@@ -590,6 +631,8 @@ fn smart_run(
     // The speaker change before `last_change`.
     let mut prev_change: Option<usize> = None;
     let mut last_sent: Option<usize> = None;
+    // The last sentence end before unit j - 1 that the same speaker carries on from.
+    let mut last_sent_same: Option<usize> = None;
     for j in a + 1..=b {
         let last = &units[j - 1];
         if j >= a + 2 {
@@ -600,6 +643,9 @@ fn smart_run(
             }
             if units[k].has(SENT_END) {
                 last_sent = Some(k);
+            }
+            if units[k].has(SENT_END) & (units[k].speaker == last.speaker) {
+                last_sent_same = Some(k);
             }
         }
         // Usually one step per cue end: the first two are taken without a branch (a loop's exit
@@ -621,9 +667,13 @@ fn smart_run(
             break_cost(p, units, j - 1)
         };
         let room_end = if j < units.len() {
-            units[j].start - p.gap_ms
+            if p.pace {
+                sums.snap[j] - p.room_gap
+            } else {
+                0
+            }
         } else {
-            last.end + 60_000
+            last.end + p.shift + 60_000
         };
         // `&` rather than `&&`: no branch on the punctuation.
         let next_same = units.get(j).is_some_and(|n| n.speaker == last.speaker);
@@ -652,7 +702,7 @@ fn smart_run(
                 &mut e,
                 dur_ptr,
                 (prev_change, last_change),
-                last_sent,
+                (last_sent, last_sent_same),
             )
         } else {
             None
@@ -731,7 +781,7 @@ fn fast_walk(
     e: &mut End<'_>,
     dur_lo: usize,
     (prev_change, last_change): (Option<usize>, Option<usize>),
-    last_sent: Option<usize>,
+    (last_sent, last_sent_same): (Option<usize>, Option<usize>),
 ) -> Option<(i64, usize)> {
     let (a, j) = (e.a, e.j);
     let max_chars = p.max_chars as i64;
@@ -784,12 +834,15 @@ fn fast_walk(
     // A sentence ends inside the cue [i, j) when i < sent_end.
     let sent_end = last_sent.map_or(0, |s| s + 1);
     let inner_end = |i: usize| i < sent_end;
+    // And other than at the end of a speaker's line when i < sent_same (<= sent_end).
+    let sent_same = last_sent_same.map_or(0, |s| s + 1);
     let cand = |i: usize, lines: u32| Cand {
         i,
         lines,
         dialogue: i < lo,
         max_gap: 0,
         inner_end: inner_end(i),
+        inner_sent: i < sent_same,
         chars: sums.line(i, j),
         prefix: 0,
     };
@@ -815,6 +868,7 @@ fn fast_walk(
         headed,
         pauses: &sums.pause,
         sent_end,
+        sent_same,
         tail,
         j,
     };
@@ -891,6 +945,9 @@ struct Sources<'a> {
     pauses: &'a [i64],
     /// The starts below this cut a sentence.
     sent_end: usize,
+    /// The starts below this also hold a sentence end other than at a speaker's line end, and
+    /// add `INNER_COST` (`sent_same <= sent_end`).
+    sent_same: usize,
     /// `TAIL_COST` when the cue ends inside a sentence that the next cue carries on.
     tail: i64,
     /// The cue's end.
@@ -922,18 +979,29 @@ impl Lowest {
         lines: u32,
     ) -> Lowest {
         let cut = src.sent_end.clamp(lo_i, hi_i);
+        let cut_same = src.sent_same.clamp(lo_i, cut);
         // Start i is slot j - 2 - i.
         let j = src.j;
         let k = j - 1 - hi_i;
         let low = self.add_piece(lower, k, (cut, hi_i), src.best, src.pauses, add, lines);
         let k = j - 1 - cut;
-        low.add_piece(
+        let low = low.add_piece(
             lower,
             k,
-            (lo_i, cut),
+            (cut_same, cut),
             src.headed,
             src.pauses,
             add + src.tail,
+            lines,
+        );
+        let k = j - 1 - cut_same;
+        low.add_piece(
+            lower,
+            k,
+            (lo_i, cut_same),
+            src.headed,
+            src.pauses,
+            add + src.tail + INNER_COST,
             lines,
         )
     }

@@ -137,7 +137,9 @@ impl<'a> Emitter<'a> {
             .map(|md| (fr.frame_floor(Millis(s_ms + md))).max(s + 1));
         let mut needed = p.min_dur;
         if p.pace {
-            needed = needed.max((sp.chars as i64 * p.us_per_char + 999) / 1000);
+            // Exactly the time the text needs at the pace, rounded up to a millisecond (the
+            // segmentation's per-character figure is rounded up, a bound for its costs only).
+            needed = needed.max((sp.chars as i64 * 1000 + p.cps - 1) / p.cps);
         }
         if p.avoid_flash {
             needed = needed.max(super::segment::FLASH_MS);
