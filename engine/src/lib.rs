@@ -17,6 +17,7 @@
 
 pub mod analysis;
 mod layout;
+pub mod punctuate;
 pub mod settings;
 pub mod text;
 mod time;
