@@ -201,3 +201,156 @@ fn scripts_run_starts_the_binary_cargo_built_wherever_the_target_directory_is() 
         release.display()
     );
 }
+
+#[test]
+fn duplicate_json_keys_are_refused_by_the_api_naming_the_field() {
+    let server = Server::start(&[]);
+    let org = server.org(1000, &[]);
+    let body = |settings: &str| {
+        format!(
+            r#"{{"filename": "a.wav", "contentType": "audio/wav", "sizeBytes": 1000,
+                "durationSeconds": 3, "settings": {settings}}}"#
+        )
+    };
+    // 300 alone is refused; with a second, valid value after it, it must not slip through.
+    let alone = server.call(
+        &org.key,
+        "POST",
+        "/v1/jobs",
+        body(r#"{"maxCharsPerLine": 300}"#).as_bytes(),
+    );
+    alone.expect_error(400, "invalid_request");
+    let twice = server.call(
+        &org.key,
+        "POST",
+        "/v1/jobs",
+        body(r#"{"maxCharsPerLine": 300, "maxCharsPerLine": 10}"#).as_bytes(),
+    );
+    let err = twice.expect_error(400, "invalid_request");
+    assert_eq!(
+        err["fields"][0]["field"], "settings.maxCharsPerLine",
+        "{err}"
+    );
+    // At any depth, top level and inside arrays included, every repeat named.
+    let deep = r#"{"filename": "a.wav", "filename": "b.wav", "contentType": "audio/wav",
+        "sizeBytes": 1000, "durationSeconds": 3, "settings": {"forbiddenCharacters":
+        [{"chars": "x", "replaceWith": "y"}, {"chars": "z", "chars": "q", "replaceWith": ""}]}}"#;
+    let err = server
+        .call(&org.key, "POST", "/v1/jobs", deep.as_bytes())
+        .expect_error(400, "invalid_request");
+    let fields: Vec<&str> = err["fields"]
+        .as_array()
+        .expect("fields")
+        .iter()
+        .filter_map(|f| f["field"].as_str())
+        .collect();
+    assert_eq!(
+        fields,
+        ["filename", "settings.forbiddenCharacters[1].chars"],
+        "{err}"
+    );
+    // The same body without the repeat is accepted.
+    let once = server.call(
+        &org.key,
+        "POST",
+        "/v1/jobs",
+        body(r#"{"maxCharsPerLine": 10}"#).as_bytes(),
+    );
+    assert_eq!(once.status, 201, "{}", once.text());
+}
+
+#[test]
+fn duplicate_json_keys_are_refused_in_every_json_the_cli_reads() {
+    use crate::common::BIN;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let dup_settings = dir.path().join("settings.json");
+    std::fs::write(
+        &dup_settings,
+        r#"{"maxCharsPerLine": 300, "maxCharsPerLine": 10}"#,
+    )
+    .expect("write");
+    let words = dir.path().join("words.json");
+    std::fs::write(&words, r#"[{"text": "Hello", "start": 0.1, "end": 0.5}]"#).expect("write");
+    let dup_words = dir.path().join("dup-words.json");
+    std::fs::write(
+        &dup_words,
+        r#"[{"text": "Hello", "start": 0.1, "end": 0.5, "end": 9}]"#,
+    )
+    .expect("write");
+    let srt = dir.path().join("in.srt");
+    std::fs::write(&srt, "1\n00:00:01,000 --> 00:00:02,000\nHello\n\n").expect("write");
+    let out_vtt = dir.path().join("out.vtt");
+    let refused = |args: &[&std::ffi::OsStr], field: &str| {
+        let out = std::process::Command::new(BIN)
+            .args(args)
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} should fail");
+        assert!(
+            stderr.contains("duplicate key") && stderr.contains(field),
+            "{args:?}: {stderr}"
+        );
+    };
+    let os = |s: &str| std::ffi::OsStr::new(s).to_os_string();
+    let p = |p: &Path| p.as_os_str().to_os_string();
+    let run = |v: Vec<std::ffi::OsString>, field: &str| {
+        let refs: Vec<&std::ffi::OsStr> = v.iter().map(|s| s.as_os_str()).collect();
+        refused(&refs, field);
+    };
+    run(
+        vec![
+            os("layout"),
+            os("--words"),
+            p(&words),
+            os("--settings"),
+            p(&dup_settings),
+        ],
+        "maxCharsPerLine",
+    );
+    run(vec![os("layout"), os("--words"), p(&dup_words)], "[0].end");
+    run(
+        vec![
+            os("convert"),
+            p(&srt),
+            os("-o"),
+            p(&out_vtt),
+            os("--settings"),
+            p(&dup_settings),
+        ],
+        "maxCharsPerLine",
+    );
+    assert!(!out_vtt.exists(), "no output for refused settings");
+    let mut at = std::ffi::OsString::from("@");
+    at.push(&dup_settings);
+    run(
+        vec![
+            os("submit"),
+            p(&srt),
+            os("--api"),
+            os("http://127.0.0.1:9/v1"),
+            os("--key"),
+            os("k"),
+            os("--settings"),
+            at,
+        ],
+        "maxCharsPerLine",
+    );
+    let data = dir.path().join("data");
+    run(
+        vec![
+            os("admin"),
+            os("--data-dir"),
+            p(&data),
+            os("preset"),
+            os("create"),
+            os("--org"),
+            os("0123456789abcdef01234567"),
+            os("--name"),
+            os("P"),
+            os("--settings"),
+            os(r#"{"maxCharsPerLine": 30, "maxCharsPerLine": 31}"#),
+        ],
+        "maxCharsPerLine",
+    );
+}

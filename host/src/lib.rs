@@ -8,6 +8,7 @@ pub mod cli;
 pub mod db;
 pub mod error;
 pub mod jobs;
+pub mod json;
 pub mod media;
 pub mod pipeline;
 pub mod ratelimit;
