@@ -321,6 +321,17 @@ fn duplicate_json_keys_are_refused_in_every_json_the_cli_reads() {
         "maxCharsPerLine",
     );
     assert!(!out_vtt.exists(), "no output for refused settings");
+    run(
+        vec![os("check"), p(&srt), os("--style"), p(&dup_settings)],
+        "maxCharsPerLine",
+    );
+    let dup_cues = dir.path().join("cues.json");
+    std::fs::write(
+        &dup_cues,
+        r#"[{"start": 1, "end": 2, "start": 0, "lines": ["Hello"]}]"#,
+    )
+    .expect("write");
+    run(vec![os("check"), p(&dup_cues)], "[0].start");
     let mut at = std::ffi::OsString::from("@");
     at.push(&dup_settings);
     run(
