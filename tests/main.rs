@@ -5,7 +5,9 @@
 mod common;
 
 mod api;
+mod browser;
 mod cli;
 mod errors;
 mod media;
 mod pipeline;
+mod web;

@@ -257,6 +257,9 @@ async fn dispatch(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Body
     let method = req.method().clone();
     let path = req.uri().path().to_string();
     let query = req.uri().query().unwrap_or("").to_string();
+    if crate::web::owns(&path) {
+        return crate::web::handle(app, req).await;
+    }
     let matched = route(method.as_str(), &path)?;
     let id = matched.id.map(str::to_string);
     if matched.upload {
