@@ -513,7 +513,7 @@ pub fn run(args: AdminArgs) -> anyhow::Result<Value> {
                     settings,
                 },
         } => {
-            let value: Value = serde_json::from_str(&settings)
+            let value: Value = crate::json::value(settings.as_bytes())
                 .with_context(|| "--settings must be a JSON object".to_string())?;
             let partial = PartialSettings::from_json(&value, "settings").map_err(|errs| {
                 let list: Vec<String> = errs

@@ -506,6 +506,8 @@ impl Pipeline {
 
     fn fail_clean(&self, task: &Task, why: &str) -> Result<(), String> {
         tracing::warn!(job = %task.job_id, "clean version failed: {why}");
+        // The log keeps the whole message; the transcript's `error` shows no server path.
+        let why = crate::redact::message(why);
         self.store
             .with(|c| {
                 let tx = c.transaction()?;
@@ -533,6 +535,8 @@ impl Pipeline {
             .with_billing(|c| crate::billing::refund(c, &job.org_id, &job.id))
             .map_err(|e| format!("billing: {e}"))?;
         tracing::warn!(job = %job.id, "job failed: {why}");
+        // The log keeps the whole message; the job's `error` shows no server path.
+        let why = crate::redact::message(why);
         self.store
             .with(|c| {
                 let tx = c.transaction()?;
