@@ -125,7 +125,11 @@ echo "INFO: cmd_ln.c(703): Parsing command line:" >&2
 echo "ERROR: \"acmod.c\", line 79: Folder '$hmm' does not contain acoustic model definition 'mdef'" >&2
 exit 1"#,
     );
-    let server = Server::start_in(tmp, &[], &[("PATH", path_with(&bin))]);
+    let server = Server::start_in(
+        tmp,
+        &["--recognizer".into(), "pocketsphinx".into()],
+        &[("PATH", path_with(&bin))],
+    );
     failed_job_error(
         &server,
         "does not contain acoustic model definition",
