@@ -157,7 +157,7 @@ fn routing_errors(server: &Server, key: &str) {
     .expect_error(404, "not_found");
     let r = server.call(key, "DELETE", "/v1/jobs/0123456789abcdef01234567", b"");
     r.expect_error(405, "method_not_allowed");
-    assert_eq!(r.header("allow"), Some("GET"));
+    assert_eq!(r.header("allow"), Some("GET, HEAD"));
     let r = server.get(key, "/v1/jobs");
     r.expect_error(405, "method_not_allowed");
     assert_eq!(r.header("allow"), Some("POST"));

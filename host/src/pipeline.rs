@@ -306,14 +306,20 @@ impl Pipeline {
             });
         let _ = std::fs::remove_file(&wav);
         let recognition = recognized?;
-        let words = words_from_raw(&recognition.words)
-            .map_err(|e| StepError::Fail(format!("the recognizer gave invalid words: {e}")))?;
-        let words = apply_vocabulary(&words, &settings.custom_vocabulary);
         let language = if recognition.language.trim().is_empty() {
             settings.language.clone()
         } else {
             recognition.language.trim().to_string()
         };
+        // A recognizer without punctuation (pocketsphinx, some plug-ins) gets sentences from its
+        // pauses, so its subtitles are not one run-on lowercase sentence.
+        let mut raw = recognition.words;
+        if cuecraft_engine::punctuate::punctuate_by_pauses(&mut raw, &language) {
+            tracing::info!(job = %job.id, "no punctuation from the recognizer: sentences from pauses");
+        }
+        let words = words_from_raw(&raw)
+            .map_err(|e| StepError::Fail(format!("the recognizer gave invalid words: {e}")))?;
+        let words = apply_vocabulary(&words, &settings.custom_vocabulary);
         let frame_rate = if probe.has_video {
             probe.frame_rate.unwrap_or(FrameRate::FPS_25)
         } else {
