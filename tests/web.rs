@@ -732,3 +732,63 @@ fn quickstart_on_a_fresh_data_directory_gives_a_working_key_and_a_signed_in_page
         (303, Some("/projects"))
     );
 }
+
+#[test]
+fn the_editor_shows_one_labelled_warning_per_broken_rule_from_the_engines_qc() {
+    let server = Server::start(&[]);
+    let org = server.org(1000, &[]);
+    let id = ready_job(&server, &org.key, "talk", &server.tone(3), "audio/wav");
+    let web = Web::sign_in(&server, &org.owner);
+    let data = web.get_json(&format!("/editor/{id}/data")).json();
+    let all = |data: &Value| -> Vec<Value> {
+        data["cues"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|c| c["warnings"].as_array().cloned().unwrap_or_default())
+            .collect()
+    };
+    assert!(
+        all(&data).iter().all(|w| w["rule"] != "reading-pace"),
+        "{data}"
+    );
+    // Far more text than 0.85 s of speech can carry: the reading pace rule flags it, once per cue.
+    let first = &data["cues"][0];
+    let long = "Hello every single one of you wonderful people out there. Um, this is a test of the subtitles.";
+    let r = web.post_json(
+        &format!("/editor/{id}/edit"),
+        &json!({"revision": 0, "op": "text", "from": first["from"], "to": first["to"], "text": long}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let data = r.json();
+    let pace: Vec<Value> = all(&data)
+        .into_iter()
+        .filter(|w| w["rule"] == "reading-pace")
+        .collect();
+    assert!(!pace.is_empty(), "{data}");
+    assert_eq!(pace[0]["label"], "Reading pace over 17 CPS");
+    assert_eq!(pace[0]["level"], "warning");
+    assert!(
+        pace[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("characters per second")),
+        "{}",
+        pace[0]
+    );
+    for cue in data["cues"].as_array().into_iter().flatten() {
+        let rules: Vec<&Value> = cue["warnings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|w| &w["rule"])
+            .collect();
+        let mut unique = rules.clone();
+        unique.dedup();
+        assert_eq!(rules.len(), unique.len(), "one signal per rule: {cue}");
+    }
+    assert!(
+        data["qc"]["warnings"].as_u64().is_some_and(|n| n >= 1),
+        "{}",
+        data["qc"]
+    );
+}

@@ -11,6 +11,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use cuecraft_engine::qc::{check, QcStyle, Rule};
 use cuecraft_engine::{layout, Break, Millis, Word};
 use hyper::header::{HeaderValue, ACCEPT_RANGES, CONTENT_RANGE};
 use hyper::Response;
@@ -69,6 +70,7 @@ pub async fn page(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
          <div class=\"bar\"><h1 id=\"job-name\">{name}</h1>\
          <span class=\"status status-{status}\" id=\"job-status\">{status}</span>\
          <span id=\"save-state\" role=\"status\" aria-live=\"polite\"></span>\
+         <span id=\"qc\" class=\"qc\" title=\"Checked against the job's settings\"></span>\
          <select id=\"transcript\" aria-label=\"Transcript\"></select>\
          <button type=\"button\" id=\"help-open\" aria-haspopup=\"dialog\">Shortcuts (?)</button></div>\
          <div id=\"conflict\" class=\"banner\" role=\"alert\" hidden>Someone else changed this \
@@ -179,6 +181,24 @@ fn editor_json(
         .ok_or_else(|| WebError::Internal(format!("words of {}", stored.transcript_id)))?;
     let settings = job_settings(job).map_err(|e| WebError::Internal(e.message()))?;
     let cues = layout(&words, &settings, fr);
+    // Live warnings: the engine's QC rules against what the job's settings promise, one labelled
+    // signal per rule and cue (the same check `cuecraft check` runs).
+    let style = QcStyle::from_settings(&settings, &words);
+    let report = check(&cues, &style, fr);
+    let mut warnings: Vec<Vec<Value>> = vec![Vec::new(); cues.len()];
+    for f in &report.findings {
+        if let Some(list) = warnings.get_mut(f.cue) {
+            if list.iter().any(|w| w["rule"] == f.rule.id()) {
+                continue;
+            }
+            list.push(json!({
+                "rule": f.rule.id(),
+                "level": f.level.as_str(),
+                "label": rule_label(f.rule, &style),
+                "message": f.message,
+            }));
+        }
+    }
     let mut from = 0usize;
     let mut list_json = Vec::with_capacity(cues.len());
     for cue in &cues {
@@ -204,6 +224,7 @@ fn editor_json(
             "from": from,
             "to": to,
             "words": ws,
+            "warnings": warnings.get(list_json.len()).cloned().unwrap_or_default(),
         }));
         from = to;
     }
@@ -219,8 +240,33 @@ fn editor_json(
         "wordCount": words.len(),
     });
     out["cues"] = Value::Array(list_json);
+    out["qc"] = json!({
+        "errors": report.summary.errors,
+        "warnings": report.summary.warnings,
+    });
     out["settings"] = json!({"maxCharsPerLine": settings.max_chars_per_line, "maxLinesPerSubtitle": settings.max_lines_per_subtitle});
     Ok(out)
+}
+
+/// The short label a rule's signal carries in the editor.
+pub fn rule_label(rule: Rule, style: &QcStyle) -> String {
+    match rule {
+        Rule::ReadingPace => match style.max_cps {
+            Some(cps) => format!("Reading pace over {cps} CPS"),
+            None => "Reading pace".into(),
+        },
+        Rule::LineLength => format!("Line over {} characters", style.max_chars_per_line),
+        Rule::LineCount => format!("More than {} lines", style.max_lines),
+        Rule::DurationShort => "Too short".into(),
+        Rule::DurationLong => "Too long".into(),
+        Rule::Gap => format!("Gap under {} frames", style.min_gap_frames),
+        Rule::Chaining => "Gap not chained".into(),
+        Rule::WeakLineEnd => "Weak line end".into(),
+        Rule::OneWordLine => "One-word line".into(),
+        Rule::NeedlessLines => "Fits on fewer lines".into(),
+        Rule::SentenceInside => "Sentence ends inside".into(),
+        Rule::SilenceBridged => "Held over a silence".into(),
+    }
 }
 
 /// GET /editor/{id}/data?transcript=T.

@@ -80,6 +80,8 @@ function apply(data) {
   }
   renderTranscripts();
   renderCues();
+  const qc = data.qc;
+  $("qc").textContent = qc ? `${qc.errors} errors · ${qc.warnings} warnings` : "";
   renderDownloads();
   setupMedia();
   updateUndo();
@@ -150,6 +152,16 @@ function renderCue(cue, k) {
     text,
   );
   text.prepend(el("span", { class: "speaker", text: `Speaker ${cue.speaker} · ` }));
+  if (cue.warnings.length > 0) {
+    const box = el("div", { class: "warnings" });
+    for (const w of cue.warnings) {
+      const sig = el("span", { class: `warning level-${w.level}`, text: w.label, title: w.message, "data-rule": w.rule });
+      sig.setAttribute("role", "note");
+      sig.setAttribute("aria-label", `${w.label}: ${w.message}`);
+      box.append(sig);
+    }
+    li.append(box);
+  }
   return li;
 }
 
