@@ -369,3 +369,79 @@ fn duplicate_json_keys_are_refused_in_every_json_the_cli_reads() {
         "maxCharsPerLine",
     );
 }
+
+/// The raw bytes of one request on its own connection (`Connection: close`).
+fn raw(port: u16, head: &str) -> Vec<u8> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .expect("timeout");
+    s.write_all(head.as_bytes()).expect("send");
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    out
+}
+
+/// Status line and headers (lower-case names, `date` left out) of a raw response, and its body.
+fn split_response(bytes: &[u8]) -> (String, Vec<(String, String)>, Vec<u8>) {
+    let end = bytes
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("header end");
+    let head = String::from_utf8_lossy(&bytes[..end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status = lines.next().unwrap_or_default().to_string();
+    let mut headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .filter(|(k, _)| k != "date")
+        .collect();
+    headers.sort();
+    (status, headers, bytes[end + 4..].to_vec())
+}
+
+#[test]
+fn head_answers_like_get_without_a_body_on_every_get_endpoint() {
+    let server = Server::start(&[]);
+    let org = server.org(1000, &[]);
+    let job = server.run_job(&org.key, &server.tone(3), json!({}));
+    assert_eq!(job["status"], "ready", "{job}");
+    let id = job["id"].as_str().expect("id");
+    let paths = [
+        format!("/v1/jobs/{id}"),
+        format!("/v1/jobs/{id}/transcript"),
+        format!("/v1/jobs/{id}/transcript?format=text"),
+        format!("/v1/jobs/{id}/subtitles?format=srt"),
+        format!("/v1/jobs/{id}/subtitles?format=ebu-stl"),
+        "/v1/openapi.json".to_string(),
+        // Errors too: the same status and JSON headers, no body.
+        "/v1/jobs/0123456789abcdef01234567".to_string(),
+        "/v1/jobs/NOT-AN-ID/subtitles".to_string(),
+        "/v1/nothing".to_string(),
+    ];
+    for path in &paths {
+        let head = |method: &str| {
+            format!(
+                "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {}\r\nConnection: close\r\n\r\n",
+                org.key
+            )
+        };
+        let (get_status, get_headers, get_body) = split_response(&raw(server.port, &head("GET")));
+        let (status, headers, body) = split_response(&raw(server.port, &head("HEAD")));
+        assert_eq!(status, get_status, "HEAD {path}");
+        assert_eq!(headers, get_headers, "HEAD {path}");
+        assert!(body.is_empty(), "HEAD {path} sent a body");
+        let length = headers
+            .iter()
+            .find(|(k, _)| k == "content-length")
+            .map(|(_, v)| v.clone());
+        assert_eq!(length, Some(get_body.len().to_string()), "HEAD {path}");
+        assert!(!get_body.is_empty(), "GET {path}");
+    }
+    // A POST-only path says HEAD is not among its methods; a GET path lists it.
+    let r = server.call(&org.key, "HEAD", "/v1/jobs", b"");
+    assert_eq!(r.status, 405);
+    assert_eq!(r.header("allow"), Some("POST"));
+    let r = server.call(&org.key, "DELETE", &format!("/v1/jobs/{id}"), b"");
+    assert_eq!(r.header("allow"), Some("GET, HEAD"));
+}
