@@ -143,7 +143,7 @@ fn read_cues(bytes: &[u8], name: &str, from: Option<&str>) -> anyhow::Result<Vec
             bail!("cannot tell the format of {name}; pass --from srt|vtt|ttml|ass|stl|json");
         }
         let value: Value =
-            serde_json::from_slice(bytes).with_context(|| format!("{name}: not JSON"))?;
+            cuecraft_host::json::value(bytes).with_context(|| format!("{name}: not JSON"))?;
         return cues_from_json(&value).with_context(|| name.to_string());
     };
     cuecraft_formats::parse(format, bytes)
@@ -203,8 +203,8 @@ fn style(spec: &str, cues: &[Cue]) -> anyhow::Result<QcStyle> {
     }
     let text = std::fs::read_to_string(&path)
         .with_context(|| format!("cannot read {}", path.display()))?;
-    let value: Value =
-        serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))?;
+    let value: Value = cuecraft_host::json::value(text.as_bytes())
+        .with_context(|| format!("{}: not JSON", path.display()))?;
     let partial = match PartialSettings::from_json(&value, "") {
         Ok(p) => p,
         Err(errors) => {

@@ -5,9 +5,11 @@
 mod common;
 
 mod api;
+mod browser;
 mod check;
 mod cli;
 mod errors;
 mod hardening;
 mod media;
 mod pipeline;
+mod web;

@@ -1,7 +1,10 @@
-//! Real speech through the real server with the default recognizer (pocketsphinx): flite speech in
-//! WAV, MP3 and MP4 with video is transcribed within 10% word errors and downloads in every format;
-//! media without audio or unreadable media fails with a reason and a full refund; a kill -9 during
-//! recognition loses nothing and charges once; `cuecraft submit` writes an SRT.
+//! Real speech through the real server with the default recognizer (whisper): flite speech in WAV,
+//! MP3 and MP4 with video is transcribed within 10% word errors, punctuated and capitalised, and
+//! downloads in every format; German is detected or forced; silence is ready with no cues; a 70 s
+//! file crosses a window cut without losing or doubling a word; media without audio, unreadable
+//! media and unknown languages fail with a reason and a full refund; a kill -9 during recognition
+//! loses nothing and charges once; `cuecraft submit` writes an SRT. Pocketsphinx, the light
+//! option, gets sentences from its pauses.
 
 #[path = "../host/tests/speech/mod.rs"]
 mod speech;
@@ -22,9 +25,23 @@ const JOB_DEADLINE: Duration = Duration::from_secs(600);
 /// its own tests.
 const RATE: [&str; 2] = ["--rate-limit-per-minute", "100000"];
 
-/// A server with the default recognizer (pocketsphinx), `workers` workers, 10 cents a minute.
+/// A server with the default recognizer (whisper), `workers` workers, 10 cents a minute.
+fn default_server(workers: &str) -> Server {
+    Server::start_default_recognizer(&[
+        "--workers",
+        workers,
+        "--price-cents-per-minute",
+        "10",
+        RATE[0],
+        RATE[1],
+    ])
+}
+
+/// A server with the light recognizer, pocketsphinx.
 fn pocketsphinx_server(workers: &str) -> Server {
     Server::start_default_recognizer(&[
+        "--recognizer",
+        "pocketsphinx",
         "--workers",
         workers,
         "--price-cents-per-minute",
@@ -198,7 +215,7 @@ fn speech_media() -> Media {
 #[test]
 fn speech_in_wav_mp3_and_mp4_is_transcribed_within_ten_percent_word_errors_and_downloads_in_every_format(
 ) {
-    let server = pocketsphinx_server("2");
+    let server = default_server("2");
     let org = server.org(10_000, &[]);
     let media = speech_media();
     let jobs: Vec<(&str, String, f64)> = [
@@ -242,6 +259,12 @@ fn speech_in_wav_mp3_and_mp4_is_transcribed_within_ten_percent_word_errors_and_d
             wer <= 0.10,
             "{content_type}: word error rate {wer:.3}\n{text}"
         );
+        // Written as a subtitler would sign off: sentences end with punctuation and start with
+        // capitals.
+        let ends = text.matches(['.', '?', '!']).count();
+        assert!(ends >= 10, "{content_type}: {ends} sentence ends\n{text}");
+        assert!(text.starts_with("Good morning"), "{text}");
+        assert!(text.contains("show.\nToday we talk about water."), "{text}");
 
         let transcript = server
             .get(&org.key, &format!("/v1/jobs/{id}/transcript"))
@@ -279,7 +302,7 @@ fn speech_in_wav_mp3_and_mp4_is_transcribed_within_ten_percent_word_errors_and_d
 #[test]
 fn media_without_audio_unreadable_media_and_unknown_languages_fail_with_a_reason_and_a_full_refund()
 {
-    let server = pocketsphinx_server("2");
+    let server = default_server("2");
     let org = server.org(1_000, &[]);
     let dir = tempfile::tempdir().expect("temp dir");
 
@@ -322,9 +345,9 @@ fn media_without_audio_unreadable_media_and_unknown_languages_fail_with_a_reason
                 &speech_mp4,
                 "video/mp4",
                 60.0,
-                json!({"language": "nl"}),
+                json!({"language": "tlh"}),
             ),
-            "no pocketsphinx model for language nl; installed: en",
+            "the whisper recognizer does not know language tlh",
         ),
     ];
     for (id, reason) in &cases {
@@ -357,8 +380,8 @@ fn media_without_audio_unreadable_media_and_unknown_languages_fail_with_a_reason
 }
 
 #[test]
-fn kill_9_while_pocketsphinx_transcribes_resumes_to_ready_with_one_charge_and_one_settlement() {
-    let mut server = pocketsphinx_server("1");
+fn kill_9_while_whisper_transcribes_resumes_to_ready_with_one_charge_and_one_settlement() {
+    let mut server = default_server("1");
     let org = server.org(1_000, &[]);
     let dir = tempfile::tempdir().expect("temp dir");
     let wav = speech::speak(dir.path(), &speech::PARAGRAPHS);
@@ -366,9 +389,9 @@ fn kill_9_while_pocketsphinx_transcribes_resumes_to_ready_with_one_charge_and_on
     // Declared 120 s (20 cents), measured about 40 s: the settlement gives the difference back.
     let id = submit(&server, &org, &wav, "audio/wav", 120.0, json!({}));
     wait_status(&server, &org, &id, "transcribing");
-    // Kill the server while pocketsphinx is at work on the job, whatever the machine's speed.
+    // Kill the server while whisper is at work on the job, whatever the machine's speed.
     let server_pid = server.child.as_ref().expect("running").id();
-    let recognizer = wait_for_child(server_pid, "pocketsphinx_co");
+    let recognizer = wait_for_child(server_pid, "python3");
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(
         server.get(&org.key, &format!("/v1/jobs/{id}")).json()["status"],
@@ -378,7 +401,7 @@ fn kill_9_while_pocketsphinx_transcribes_resumes_to_ready_with_one_charge_and_on
     // The decoder dies with the server instead of finishing its work for nobody.
     assert!(
         ended_within(recognizer, Duration::from_secs(10)),
-        "pocketsphinx ({recognizer}) still running 10 s after the server was killed"
+        "the whisper worker ({recognizer}) still running 10 s after the server was killed"
     );
     server.spawn();
 
@@ -406,7 +429,7 @@ fn kill_9_while_pocketsphinx_transcribes_resumes_to_ready_with_one_charge_and_on
 
 #[test]
 fn cuecraft_submit_writes_an_srt_from_the_real_server() {
-    let server = pocketsphinx_server("1");
+    let server = default_server("1");
     let org = server.org(10_000, &[]);
     let dir = tempfile::tempdir().expect("temp dir");
     let mp3 = speech::to_mp3(
@@ -472,4 +495,151 @@ fn cuecraft_submit_writes_an_srt_from_the_real_server() {
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(!run.status.success());
     assert!(stderr.contains("_api_key, HTTP 401)"), "{stderr}");
+}
+
+/// `text` spoken by espeak-ng in `voice`, as WAV.
+fn espeak(dir: &Path, voice: &str, text: &str) -> PathBuf {
+    let wav = dir.join(format!("{voice}.wav"));
+    let st = Command::new("espeak-ng")
+        .args(["-v", voice, "-w"])
+        .arg(&wav)
+        .arg(text)
+        .status()
+        .expect("espeak-ng (scripts/setup)");
+    assert!(st.success());
+    wav
+}
+
+#[test]
+fn german_is_detected_silence_is_ready_without_cues_and_a_long_file_keeps_every_word() {
+    let server = default_server("2");
+    let org = server.org(100_000, &[]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let german = espeak(
+        dir.path(),
+        "de",
+        "Guten Morgen und willkommen. Heute sprechen wir über das Wetter. \
+         Morgen wird es regnen, aber am Wochenende scheint die Sonne.",
+    );
+    let silence = dir.path().join("silence.wav");
+    #[rustfmt::skip]
+    let st = Command::new("ffmpeg")
+        .args(["-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "anullsrc=r=16000:cl=mono",
+               "-t", "12"])
+        .arg(&silence)
+        .status()
+        .expect("ffmpeg");
+    assert!(st.success());
+    // Twice the four paragraphs: about 95 s, so at least three 30 s windows.
+    let long_dir = tempfile::tempdir().expect("temp dir");
+    let mut paragraphs = speech::PARAGRAPHS.to_vec();
+    paragraphs.extend_from_slice(&speech::PARAGRAPHS);
+    let long = speech::to_mp3(
+        &speech::speak(long_dir.path(), &paragraphs),
+        dir.path(),
+        "long.mp3",
+    );
+    assert!(duration_of(&long) > 70.0);
+
+    let auto = submit(&server, &org, &german, "audio/wav", 10.0, json!({}));
+    let forced = submit(
+        &server,
+        &org,
+        &german,
+        "audio/wav",
+        10.0,
+        json!({"language": "de-AT"}),
+    );
+    let quiet = submit(&server, &org, &silence, "audio/wav", 12.0, json!({}));
+    let long_id = submit(
+        &server,
+        &org,
+        &long,
+        "audio/mpeg",
+        100.0,
+        json!({"language": "en"}),
+    );
+
+    let job = finished(&server, &org, &auto);
+    assert_eq!(job["status"], "ready", "{job}\n{}", server.log());
+    assert_eq!(
+        job["language"], "de",
+        "auto stores the detected language: {job}"
+    );
+    let text = transcript_text(&server, &org, &auto);
+    assert!(text.contains("Guten Morgen"), "{text}");
+    let job = finished(&server, &org, &forced);
+    assert_eq!(
+        job["language"], "de-AT",
+        "a forced code is kept as requested: {job}"
+    );
+    let srt = server.get(&org.key, &format!("/v1/jobs/{forced}/subtitles?format=srt"));
+    assert!(
+        srt.header("content-disposition")
+            .unwrap_or_default()
+            .contains("_de-AT.srt"),
+        "{:?}",
+        srt.header("content-disposition")
+    );
+
+    // Silence: the job is ready, with no words and no cues (and no invented text).
+    let job = finished(&server, &org, &quiet);
+    assert_eq!(job["status"], "ready", "{job}");
+    let transcript = server
+        .get(&org.key, &format!("/v1/jobs/{quiet}/transcript"))
+        .json();
+    assert_eq!(transcript["cueCount"], 0, "{transcript}");
+
+    let job = finished(&server, &org, &long_id);
+    assert_eq!(job["status"], "ready", "{job}");
+    let text = transcript_text(&server, &org, &long_id);
+    let reference = paragraphs.join("\n");
+    let wer = speech::word_error_rate(&reference, &text);
+    assert!(wer <= 0.10, "{wer}: {text}");
+    let n = speech::normalise(&text).len() as f64;
+    let expected = speech::normalise(&reference).len() as f64;
+    assert!(
+        (n - expected).abs() / expected <= 0.03,
+        "{n} words for {expected}: {text}"
+    );
+    assert_eq!(text.matches("Thank you for listening").count(), 2, "{text}");
+}
+
+#[test]
+fn pocketsphinx_stays_selectable_and_gets_sentences_from_its_pauses() {
+    let server = pocketsphinx_server("1");
+    let org = server.org(10_000, &[]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let wav = speech::speak(dir.path(), &speech::PARAGRAPHS);
+    let id = submit(
+        &server,
+        &org,
+        &wav,
+        "audio/wav",
+        duration_of(&wav),
+        json!({}),
+    );
+    let job = finished(&server, &org, &id);
+    assert_eq!(job["status"], "ready", "{job}\n{}", server.log());
+    let text = transcript_text(&server, &org, &id);
+    let wer = speech::word_error_rate(&speech::script(), &text);
+    assert!(wer <= 0.10, "{wer}: {text}");
+    // pocketsphinx writes lowercase words without punctuation; the pauses between the sentences
+    // become sentence ends with capitals after them.
+    let ends = text.matches('.').count();
+    assert!(ends >= 10, "{ends} sentence ends: {text}");
+    assert!(text.starts_with("Good morning"), "{text}");
+    let err = submit(
+        &server,
+        &org,
+        &wav,
+        "audio/wav",
+        60.0,
+        json!({"language": "nl"}),
+    );
+    let job = finished(&server, &org, &err);
+    assert_eq!(
+        job["error"],
+        "no pocketsphinx model for language nl; installed: en"
+    );
 }

@@ -27,9 +27,28 @@ pub struct ServeArgs {
     /// The address clients reach the server at; links and upload URLs start with it.
     #[arg(long)]
     pub public_url: Option<String>,
-    /// Speech recognizer: pocketsphinx, whisper-cpp:BIN:MODEL or command:PATH.
-    #[arg(long, default_value = "pocketsphinx")]
+    /// Speech recognizer: whisper (Whisper base, multilingual), pocketsphinx (English, light),
+    /// whisper-cpp:BIN:MODEL or command:PATH.
+    #[arg(long, default_value = "whisper")]
     pub recognizer: String,
+    /// The whisper recognizer's model directory (assembled and verified by scripts/setup).
+    #[arg(
+        long,
+        env = "CUECRAFT_WHISPER_MODEL",
+        default_value = ".models/whisper-base"
+    )]
+    pub whisper_model: PathBuf,
+    /// The Python interpreter of the venv that holds faster-whisper (made by scripts/setup).
+    #[arg(
+        long,
+        env = "CUECRAFT_WHISPER_PYTHON",
+        default_value = ".venv/bin/python3"
+    )]
+    pub whisper_python: PathBuf,
+    /// The whisper recognizer's beam size: 1 (greedy, the default) is about 1.5x faster than 5
+    /// at the same word error rate on the recognition corpus (BENCHMARKS.md).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10))]
+    pub whisper_beam: u32,
     /// Jobs processed at the same time.
     #[arg(long, default_value_t = 2)]
     pub workers: usize,
@@ -87,6 +106,30 @@ fn remove_leftovers(data_dir: &Path) {
     }
 }
 
+/// Records the public URL for the links `admin` prints, and on a data directory without any
+/// organisation prints the one command that creates an organisation, its owner, an API key and a
+/// sign-in link.
+fn first_run_hint(store: &Store, data_dir: &Path, public_url: &str) {
+    if let Err(e) = std::fs::write(
+        data_dir.join(crate::admin::PUBLIC_URL_FILE),
+        format!("{public_url}\n"),
+    ) {
+        tracing::warn!("could not record the public URL: {e}");
+    }
+    if store.with(|c| crate::store::is_empty(c)).unwrap_or(false) {
+        let exe = std::env::args()
+            .next()
+            .unwrap_or_else(|| "cuecraft".to_string());
+        eprintln!(
+            "\nThis data directory has no organisation yet. To create one with an owner, an API \
+             key and a sign-in link, run in another terminal:\n\n    {exe} admin --data-dir {dir} \
+             quickstart\n\nthen open the signInUrl it prints (valid 15 minutes) and use the key as \
+             `Authorization: Bearer KEY` on {public_url}/v1.\n",
+            dir = data_dir.display(),
+        );
+    }
+}
+
 /// Completes on ctrl-c or SIGTERM.
 async fn shutdown_signal() {
     let ctrl_c = async {
@@ -122,13 +165,28 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if !(public_url.starts_with("http://") || public_url.starts_with("https://")) {
         anyhow::bail!("--public-url must start with http:// or https://: {public_url:?}");
     }
-    let recognizer: Arc<dyn crate::recognizer::Recognizer> =
-        Arc::from(crate::recognizer::from_spec(&args.recognizer).map_err(anyhow::Error::msg)?);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let whisper = crate::recognizer::WhisperOptions {
+        python: args.whisper_python.clone(),
+        model: args.whisper_model.clone(),
+        beam: args.whisper_beam,
+        // The workers share the cores: each whisper process decodes on its share.
+        threads: (cores / args.workers.max(1)).max(1),
+    };
+    if args.recognizer == "whisper" {
+        // One clear line, and no server, when the model is missing or not the one we ship.
+        crate::recognizer::check_whisper_installation(&whisper).map_err(anyhow::Error::msg)?;
+    }
+    let recognizer: Arc<dyn crate::recognizer::Recognizer> = Arc::from(
+        crate::recognizer::from_spec_with(&args.recognizer, &whisper)
+            .map_err(anyhow::Error::msg)?,
+    );
     std::fs::create_dir_all(args.data_dir.join("media").join("tmp"))
         .with_context(|| format!("creating {}", args.data_dir.display()))?;
     remove_leftovers(&args.data_dir);
     let store = Arc::new(Store::open(&args.data_dir)?);
     let secret = signing_secret(&args.data_dir)?;
+    first_run_hint(&store, &args.data_dir, &public_url);
     let queue = Arc::new(Queue::default());
     let pipeline = Arc::new(Pipeline {
         store: store.clone(),

@@ -241,8 +241,8 @@ fn read_settings(text: &str) -> anyhow::Result<Value> {
         ),
         None => ("--settings".to_string(), text.to_string()),
     };
-    let value: Value =
-        serde_json::from_str(&raw).with_context(|| format!("{source} is not valid JSON"))?;
+    let value: Value = crate::json::value(raw.as_bytes())
+        .with_context(|| format!("{source} is not valid JSON"))?;
     if !value.is_object() {
         bail!("{source} must be a JSON object");
     }

@@ -265,7 +265,7 @@ impl Server {
         server
     }
 
-    /// Starts a server with the default recognizer (pocketsphinx) and `extra` arguments, for the
+    /// Starts a server with the default recognizer (whisper) and `extra` arguments, for the
     /// tests of real speech (tests/media.rs).
     pub fn start_default_recognizer(extra: &[&str]) -> Server {
         let mut server = Server {

@@ -1,7 +1,9 @@
-//! Speech recognizers behind one trait: `pocketsphinx` (default), `whisper-cpp:BIN:MODEL`,
-//! `command:PATH`. Each turns a 16 kHz mono WAV file into timed words.
+//! Speech recognizers behind one trait: `whisper` (default: Whisper base through faster-whisper),
+//! `pocketsphinx`, `whisper-cpp:BIN:MODEL`, `command:PATH`. Each turns a 16 kHz mono WAV file
+//! into timed words.
 
 mod command;
+mod faster_whisper;
 mod pocketsphinx;
 mod process;
 mod whisper;
@@ -11,6 +13,10 @@ use std::path::Path;
 use cuecraft_engine::RawWord;
 
 pub use command::CommandRecognizer;
+pub use faster_whisper::{
+    check_installation as check_whisper_installation, collapse_loops, join_pieces, Piece,
+    WhisperLanguage, WhisperOptions, WhisperRecognizer, WHISPER_LANGUAGES,
+};
 pub use pocketsphinx::PocketsphinxRecognizer;
 pub use process::TimeLimit;
 pub use whisper::{parse_json as parse_whisper_json, WhisperCppRecognizer};
@@ -51,12 +57,21 @@ pub trait Recognizer: Send + Sync {
     ) -> Result<Recognition, RecognizeError>;
 }
 
+/// Builds a recognizer from its command-line spec with the default whisper options.
+pub fn from_spec(spec: &str) -> Result<Box<dyn Recognizer>, String> {
+    from_spec_with(spec, &WhisperOptions::default())
+}
+
 /// Builds a recognizer from its command-line spec.
 ///
-/// `pocketsphinx` (the default) uses Debian's models under `/usr/share/pocketsphinx/model`;
+/// `whisper` (the default) runs Whisper base through faster-whisper as `whisper` describes
+/// (`opts`: the venv's interpreter, the model directory, beam and threads); `pocketsphinx` uses Debian's models under `/usr/share/pocketsphinx/model`;
 /// `whisper-cpp:BIN:MODEL` runs the whisper.cpp binary `BIN` with the model file `MODEL` (the first
 /// `:` after `BIN` separates them, so `BIN` cannot contain one); `command:PATH` runs any program.
-pub fn from_spec(spec: &str) -> Result<Box<dyn Recognizer>, String> {
+pub fn from_spec_with(spec: &str, opts: &WhisperOptions) -> Result<Box<dyn Recognizer>, String> {
+    if spec == "whisper" {
+        return Ok(Box::new(WhisperRecognizer::new(opts.clone())));
+    }
     if spec == "pocketsphinx" {
         return Ok(Box::new(PocketsphinxRecognizer::default()));
     }
@@ -74,7 +89,7 @@ pub fn from_spec(spec: &str) -> Result<Box<dyn Recognizer>, String> {
         return Ok(Box::new(CommandRecognizer::new(path)));
     }
     Err(format!(
-        "unknown recognizer {spec:?}: expected pocketsphinx, whisper-cpp:BIN:MODEL or command:PATH"
+        "unknown recognizer {spec:?}: expected whisper, pocketsphinx, whisper-cpp:BIN:MODEL or command:PATH"
     ))
 }
 
@@ -84,6 +99,7 @@ mod tests {
 
     #[test]
     fn specs_name_their_recognizer() {
+        assert_eq!(from_spec("whisper").unwrap().name(), "whisper");
         assert_eq!(from_spec("pocketsphinx").unwrap().name(), "pocketsphinx");
         assert_eq!(
             from_spec("whisper-cpp:/opt/w/whisper-cli:/opt/w/ggml-base.bin")
@@ -101,7 +117,7 @@ mod tests {
     fn incomplete_specs_are_refused() {
         for spec in [
             "",
-            "whisper",
+            "whisper:",
             "whisper-cpp:",
             "whisper-cpp:/bin/w",
             "whisper-cpp::m",

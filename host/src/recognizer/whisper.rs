@@ -135,7 +135,7 @@ impl Recognizer for WhisperCppRecognizer {
 
 /// whisper's language argument: `None` for automatic detection, else the primary subtag
 /// (`en-US` -> `en`, `zh-TW` -> `zh`), which is how whisper names its languages.
-fn whisper_language(requested: &str) -> Option<String> {
+pub(super) fn whisper_language(requested: &str) -> Option<String> {
     let lc = requested.trim().to_ascii_lowercase();
     if matches!(lc.as_str(), "" | "auto" | "multilingual") {
         return None;
@@ -147,7 +147,7 @@ fn whisper_language(requested: &str) -> Option<String> {
 }
 
 /// The custom vocabulary as whisper's initial prompt, cut at a whole term.
-fn prompt(hints: &[String]) -> Option<String> {
+pub(super) fn prompt(hints: &[String]) -> Option<String> {
     let mut terms: Vec<&str> = Vec::new();
     let mut len = 0;
     for term in hints.iter().map(|h| h.trim()).filter(|h| !h.is_empty()) {

@@ -1,0 +1,762 @@
+//! `whisper` (the default): Whisper base, multilingual, on CTranslate2 through faster-whisper,
+//! run as long-lived managed worker processes.
+//!
+//! Each worker is `python3 -c <whisper_worker.py>` from the project's venv: it loads the model
+//! once and then answers one JSON request per line (see the script's header). A pipeline worker
+//! thread takes an idle process from the pool (starting one the first time, so the model is
+//! loaded once per worker, not once per job) and gives it back after a job; a process that fails,
+//! stops answering or runs past the job's time limit is killed and replaced on the next job. The
+//! processes are started with `PR_SET_PDEATHSIG`, so they end with the server.
+//!
+//! The script cuts the audio into windows of at most 30 s at pauses (Silero VAD, shipped inside
+//! faster-whisper), drops windows without speech and transcribes each window on its own, with the
+//! window's offset added back. This module turns Whisper's word pieces into words
+//! ([`join_pieces`]), collapses repetition loops ([`collapse_loops`]) and maps the contract's
+//! language codes to Whisper's ([`WhisperLanguage`]).
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use cuecraft_engine::RawWord;
+use serde::Deserialize;
+
+use super::process::TimeLimit;
+use super::whisper::{prompt, whisper_language};
+use super::{Recognition, RecognizeError, Recognizer};
+
+/// The worker script, embedded so the binary needs no file beside it.
+const WORKER_SCRIPT: &str = include_str!("whisper_worker.py");
+
+/// SHA-256 of every file of the Whisper base model directory (`sha256sum` format), the same file
+/// `scripts/setup` checks the assembled model against.
+pub const MODEL_SUMS: &str = include_str!("whisper-base.sha256");
+
+/// Default time limit: loading plus a generous multiple of the ~0.1 real-time factor, so a busy
+/// machine does not fail jobs but a decoder stuck in a loop is stopped.
+pub const DEFAULT_TIME_LIMIT: TimeLimit = TimeLimit {
+    min: Duration::from_secs(120),
+    per_audio_second: 3.0,
+};
+
+/// How long a worker may take to load the model before it is given up.
+const STARTUP_LIMIT: Duration = Duration::from_secs(180);
+
+/// Where the recognizer finds its runtime and model, and how it decodes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WhisperOptions {
+    /// The Python interpreter of the venv that holds faster-whisper (`.venv/bin/python3`).
+    pub python: PathBuf,
+    /// The CTranslate2 model directory (`.models/whisper-base`).
+    pub model: PathBuf,
+    /// Beam size (1 = greedy).
+    pub beam: u32,
+    /// CPU threads per worker process.
+    pub threads: usize,
+}
+
+impl Default for WhisperOptions {
+    fn default() -> Self {
+        WhisperOptions {
+            python: PathBuf::from(".venv/bin/python3"),
+            model: PathBuf::from(".models/whisper-base"),
+            beam: 1,
+            threads: 1,
+        }
+    }
+}
+
+/// Checks that the model directory holds every file with the committed SHA-256, and that the
+/// interpreter exists. The error is one line naming what is missing and the command that fixes it.
+pub fn check_installation(opts: &WhisperOptions) -> Result<(), String> {
+    use sha2::{Digest, Sha256};
+    let fix = "run scripts/setup in the cuecraft checkout, or choose another --recognizer";
+    if !opts.python.is_file() {
+        return Err(format!(
+            "the whisper recognizer needs the Python runtime {} (faster-whisper), which is missing: {fix}",
+            opts.python.display()
+        ));
+    }
+    for line in MODEL_SUMS.lines().filter(|l| !l.trim().is_empty()) {
+        let Some((sum, name)) = line.split_once("  ") else {
+            continue;
+        };
+        let path = opts.model.join(name.trim());
+        let mut file = match std::fs::File::open(&path) {
+            Ok(f) => f,
+            Err(_) => {
+                return Err(format!(
+                    "the Whisper model file {} is missing: {fix}",
+                    path.display()
+                ))
+            }
+        };
+        let mut hasher = Sha256::new();
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            match file.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => hasher.update(&buf[..n]),
+                Err(e) => return Err(format!("reading {}: {e}: {fix}", path.display())),
+            }
+        }
+        if crate::util::hex(&hasher.finalize()) != sum {
+            return Err(format!(
+                "the Whisper model file {} does not match its SHA-256 checksum: {fix}",
+                path.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The whisper recognizer: a pool of worker processes.
+pub struct WhisperRecognizer {
+    opts: WhisperOptions,
+    time_limit: TimeLimit,
+    idle: Mutex<Vec<Worker>>,
+    next_id: AtomicU64,
+    started: AtomicU64,
+}
+
+impl WhisperRecognizer {
+    /// A recognizer with these options (nothing is started until the first job).
+    pub fn new(opts: WhisperOptions) -> Self {
+        WhisperRecognizer {
+            opts,
+            time_limit: DEFAULT_TIME_LIMIT,
+            idle: Mutex::new(Vec::new()),
+            next_id: AtomicU64::new(1),
+            started: AtomicU64::new(0),
+        }
+    }
+
+    /// The same recognizer, stopped (and its job failed) when a job runs longer than `limit`.
+    pub fn with_time_limit(mut self, limit: TimeLimit) -> Self {
+        self.time_limit = limit;
+        self
+    }
+
+    fn take_worker(&self) -> Result<Worker, RecognizeError> {
+        let idle = self.idle.lock().ok().and_then(|mut v| v.pop());
+        match idle {
+            Some(w) => Ok(w),
+            None => {
+                self.started.fetch_add(1, Ordering::Relaxed);
+                Worker::start(&self.opts)
+            }
+        }
+    }
+
+    /// How many worker processes this recognizer has started (each loads the model once).
+    pub fn workers_started(&self) -> u64 {
+        self.started.load(Ordering::Relaxed)
+    }
+
+    fn give_back(&self, worker: Worker) {
+        if let Ok(mut idle) = self.idle.lock() {
+            idle.push(worker);
+        }
+    }
+}
+
+impl Recognizer for WhisperRecognizer {
+    fn name(&self) -> String {
+        "whisper".to_string()
+    }
+
+    fn recognize(
+        &self,
+        wav: &Path,
+        language: &str,
+        hints: &[String],
+    ) -> Result<Recognition, RecognizeError> {
+        let target = WhisperLanguage::from_requested(language)?;
+        let mut worker = self.take_worker()?;
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let request = serde_json::json!({
+            "id": id,
+            "wav": wav,
+            "language": target.code(),
+            "prompt": prompt(hints),
+        });
+        let deadline = Instant::now() + self.time_limit.for_wav(wav);
+        let reply = worker.ask(&request.to_string(), id, deadline);
+        let reply = match reply {
+            Ok(r) => {
+                self.give_back(worker);
+                r
+            }
+            // The worker is dropped (killed); the next job starts a fresh one.
+            Err(e) => return Err(RecognizeError(scrub(&e, wav))),
+        };
+        if let Some(error) = reply.error {
+            return Err(RecognizeError(format!(
+                "the whisper recognizer could not transcribe the audio: {}",
+                scrub(&error, wav)
+            )));
+        }
+        let space_separated = !reply
+            .windows
+            .iter()
+            .any(|w| w.2.as_deref().is_some_and(is_unspaced_language));
+        let words = collapse_loops(join_pieces(&reply.words, space_separated));
+        let language = match &target {
+            WhisperLanguage::Forced { requested, .. } => requested.clone(),
+            WhisperLanguage::Auto | WhisperLanguage::PerWindow => dominant_language(&reply)
+                .or(reply.language.clone())
+                .unwrap_or_else(|| "und".to_string()),
+        };
+        Ok(Recognition { language, words })
+    }
+}
+
+/// The job's language as the worker takes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WhisperLanguage {
+    /// `auto`: detect once from the first windows of speech.
+    Auto,
+    /// `multilingual`: detect in every window; the job stores the dominant language.
+    PerWindow,
+    /// A code: Whisper's name for it, and the code the job keeps (`zh-TW` -> `zh`, kept `zh-TW`).
+    Forced {
+        /// Whisper's code.
+        whisper: String,
+        /// The code the job was created with.
+        requested: String,
+    },
+}
+
+impl WhisperLanguage {
+    /// Maps the contract's `language` to Whisper's; a language Whisper does not know is an error
+    /// the user can read (the job fails and is refunded).
+    pub fn from_requested(requested: &str) -> Result<Self, RecognizeError> {
+        let trimmed = requested.trim();
+        if trimmed.is_empty() || trimmed.eq_ignore_ascii_case("auto") {
+            return Ok(WhisperLanguage::Auto);
+        }
+        if trimmed.eq_ignore_ascii_case("multilingual") {
+            return Ok(WhisperLanguage::PerWindow);
+        }
+        let primary = whisper_language(trimmed).unwrap_or_default();
+        // ISO 639-1 codes Whisper spells otherwise, and Norwegian Bokmål as plain Norwegian.
+        let whisper = match primary.as_str() {
+            "jv" => "jw",
+            "iw" => "he",
+            "nb" => "no",
+            "fil" => "tl",
+            "zh" if trimmed.to_ascii_lowercase().contains("yue") => "yue",
+            other => other,
+        };
+        if !WHISPER_LANGUAGES.contains(&whisper) {
+            return Err(RecognizeError(format!(
+                "the whisper recognizer does not know language {trimmed}"
+            )));
+        }
+        Ok(WhisperLanguage::Forced {
+            whisper: whisper.to_string(),
+            requested: trimmed.to_string(),
+        })
+    }
+
+    fn code(&self) -> &str {
+        match self {
+            WhisperLanguage::Auto => "auto",
+            WhisperLanguage::PerWindow => "multilingual",
+            WhisperLanguage::Forced { whisper, .. } => whisper,
+        }
+    }
+}
+
+/// The language codes Whisper's multilingual models know (their tokenizer's list).
+pub const WHISPER_LANGUAGES: &[&str] = &[
+    "af", "am", "ar", "as", "az", "ba", "be", "bg", "bn", "bo", "br", "bs", "ca", "cs", "cy", "da",
+    "de", "el", "en", "es", "et", "eu", "fa", "fi", "fo", "fr", "gl", "gu", "ha", "haw", "he",
+    "hi", "hr", "ht", "hu", "hy", "id", "is", "it", "ja", "jw", "ka", "kk", "km", "kn", "ko", "la",
+    "lb", "ln", "lo", "lt", "lv", "mg", "mi", "mk", "ml", "mn", "mr", "ms", "mt", "my", "ne", "nl",
+    "nn", "no", "oc", "pa", "pl", "ps", "pt", "ro", "ru", "sa", "sd", "si", "sk", "sl", "sn", "so",
+    "sq", "sr", "su", "sv", "sw", "ta", "te", "tg", "th", "tk", "tl", "tr", "tt", "uk", "ur", "uz",
+    "vi", "yi", "yo", "zh", "yue",
+];
+
+/// Languages written without spaces between words: Whisper's pieces are words of their own.
+fn is_unspaced_language(code: &str) -> bool {
+    matches!(code, "zh" | "yue" | "ja" | "th" | "lo" | "my" | "km" | "bo")
+}
+
+/// The language that holds the most speech among the windows.
+fn dominant_language(reply: &Reply) -> Option<String> {
+    let mut seconds: Vec<(String, f64)> = Vec::new();
+    for (start, end, lang) in &reply.windows {
+        let Some(lang) = lang else { continue };
+        let d = (end - start).max(0.0);
+        match seconds.iter_mut().find(|(l, _)| l == lang) {
+            Some((_, s)) => *s += d,
+            None => seconds.push((lang.clone(), d)),
+        }
+    }
+    seconds
+        .into_iter()
+        .fold(None, |best: Option<(String, f64)>, (l, s)| match best {
+            Some((bl, bs)) if bs >= s => Some((bl, bs)),
+            _ => Some((l, s)),
+        })
+        .map(|(l, _)| l)
+}
+
+/// One piece of a word as Whisper writes it: a leading space starts a new word.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Piece {
+    /// The text, with Whisper's leading space.
+    #[serde(rename = "w")]
+    pub text: String,
+    /// Start, seconds.
+    #[serde(rename = "s")]
+    pub start: f64,
+    /// End, seconds.
+    #[serde(rename = "e")]
+    pub end: f64,
+}
+
+/// Joins Whisper's pieces into written words: a piece without a leading space continues the word
+/// before it (`o` + `'clock`, `2` + `,000`, `l` + `'hôtel`), keeping the first piece's start and
+/// the last one's end. In languages written without spaces every piece is a word. Pieces that are
+/// empty after trimming, and Whisper's bracketed non-speech markers, are dropped; times are kept
+/// in order (a piece never ends before it starts, a word never starts before the one before it).
+pub fn join_pieces(pieces: &[Piece], space_separated: bool) -> Vec<RawWord> {
+    let mut words: Vec<RawWord> = Vec::with_capacity(pieces.len());
+    let mut open = false; // whether the last word may still grow
+    for p in pieces {
+        let trimmed = p.text.trim();
+        if trimmed.is_empty() {
+            continue;
+        }
+        if !p.start.is_finite() || !p.end.is_finite() {
+            continue;
+        }
+        let is_marker = trimmed.starts_with('[') && trimmed.ends_with(']')
+            || trimmed.starts_with('(') && trimmed.ends_with(')') && trimmed.len() > 2;
+        if is_marker {
+            open = false;
+            continue;
+        }
+        let starts_word = p.text.starts_with(char::is_whitespace);
+        let floor = words.last().map_or(0.0, |w| w.start);
+        let start = p.start.max(floor).max(0.0);
+        let end = p.end.max(start);
+        match words.last_mut() {
+            Some(last) if open && space_separated && !starts_word => {
+                last.text.push_str(trimmed);
+                last.end = last.end.max(end);
+            }
+            _ => words.push(RawWord {
+                text: trimmed.to_string(),
+                start,
+                end,
+                speaker: 0,
+            }),
+        }
+        open = true;
+    }
+    words
+}
+
+/// Removes repetition loops, Whisper's known failure: a run of one to eight words repeated more
+/// than three times in a row keeps its first three occurrences. Speech rarely repeats a phrase
+/// four times; a decoder stuck in a loop does it dozens of times.
+pub fn collapse_loops(words: Vec<RawWord>) -> Vec<RawWord> {
+    const KEEP: usize = 3;
+    let key = |w: &RawWord| -> String {
+        w.text
+            .chars()
+            .filter(|c| c.is_alphanumeric())
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let keys: Vec<String> = words.iter().map(key).collect();
+    let mut keep = vec![true; words.len()];
+    let mut i = 0;
+    while i < words.len() {
+        let mut advanced = false;
+        for n in 1..=8 {
+            if i + n * (KEEP + 1) > words.len() {
+                break;
+            }
+            let same = |a: usize, b: usize| (0..n).all(|k| keys[a + k] == keys[b + k]);
+            let mut reps = 1;
+            while i + (reps + 1) * n <= words.len() && same(i, i + reps * n) {
+                reps += 1;
+            }
+            if reps > KEEP && keys[i..i + n].iter().any(|k| !k.is_empty()) {
+                for flag in &mut keep[i + KEEP * n..i + reps * n] {
+                    *flag = false;
+                }
+                i += reps * n;
+                advanced = true;
+                break;
+            }
+        }
+        if !advanced {
+            i += 1;
+        }
+    }
+    words
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(w, k)| k.then_some(w))
+        .collect()
+}
+
+/// A worker's reply to one request.
+#[derive(Debug, Deserialize)]
+struct Reply {
+    id: Option<u64>,
+    #[serde(default)]
+    language: Option<String>,
+    #[serde(default)]
+    windows: Vec<(f64, f64, Option<String>)>,
+    #[serde(default)]
+    words: Vec<Piece>,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+/// A running worker process.
+struct Worker {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+}
+
+impl Worker {
+    fn start(opts: &WhisperOptions) -> Result<Worker, RecognizeError> {
+        let mut cmd = Command::new(&opts.python);
+        cmd.arg("-c")
+            .arg(WORKER_SCRIPT)
+            .arg("--model")
+            .arg(&opts.model)
+            .arg("--threads")
+            .arg(opts.threads.max(1).to_string())
+            .arg("--beam")
+            .arg(opts.beam.max(1).to_string())
+            .arg("--compute")
+            .arg("int8")
+            // Nothing may reach a model hub or report telemetry.
+            .env("HF_HUB_OFFLINE", "1")
+            .env("HF_HUB_DISABLE_TELEMETRY", "1")
+            .env("PYTHONUNBUFFERED", "1")
+            .env("PYTHONDONTWRITEBYTECODE", "1");
+        let mut child = crate::child::ends_with_server(&mut cmd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| {
+                RecognizeError(format!(
+                    "could not start the whisper recognizer's Python runtime: {}",
+                    e.kind()
+                ))
+            })?;
+        let stdin = child.stdin.take().ok_or_else(|| broken("no stdin"))?;
+        let stdout = child.stdout.take().ok_or_else(|| broken("no stdout"))?;
+        let stderr_pipe = child.stderr.take().ok_or_else(|| broken("no stderr"))?;
+        let (tx, lines) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("whisper-out".into())
+            .spawn(move || {
+                for line in BufReader::new(stdout).lines() {
+                    let Ok(line) = line else { break };
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            })
+            .map_err(|_| broken("could not start a reader thread"))?;
+        let stderr = Arc::new(Mutex::new(VecDeque::new()));
+        let tail = stderr.clone();
+        std::thread::Builder::new()
+            .name("whisper-err".into())
+            .spawn(move || {
+                for line in BufReader::new(stderr_pipe).lines() {
+                    let Ok(line) = line else { break };
+                    tracing::debug!(target: "whisper", "{line}");
+                    if let Ok(mut t) = tail.lock() {
+                        if t.len() == 20 {
+                            t.pop_front();
+                        }
+                        t.push_back(line);
+                    }
+                }
+            })
+            .map_err(|_| broken("could not start a reader thread"))?;
+        let mut worker = Worker {
+            child,
+            stdin,
+            lines,
+            stderr,
+        };
+        let deadline = Instant::now() + STARTUP_LIMIT;
+        loop {
+            let line = worker.next_line(deadline).map_err(|e| {
+                RecognizeError(format!("the whisper recognizer did not start: {e}"))
+            })?;
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
+                continue;
+            };
+            if let Some(fatal) = v.get("fatal").and_then(|f| f.as_str()) {
+                tracing::error!("whisper worker: {fatal}");
+                return Err(RecognizeError(
+                    "the whisper recognizer could not load its model".to_string(),
+                ));
+            }
+            if v.get("ready").is_some() {
+                tracing::info!("whisper worker started (model loaded)");
+                return Ok(worker);
+            }
+        }
+    }
+
+    /// The next line of output, or why there is none.
+    fn next_line(&mut self, deadline: Instant) -> Result<String, String> {
+        let wait = deadline.saturating_duration_since(Instant::now());
+        match self.lines.recv_timeout(wait) {
+            Ok(line) => Ok(line),
+            Err(RecvTimeoutError::Timeout) => Err(format!(
+                "it ran longer than {} s and was stopped",
+                wait.as_secs().max(1)
+            )),
+            Err(RecvTimeoutError::Disconnected) => {
+                let status = self.child.wait().ok();
+                let last = self
+                    .stderr
+                    .lock()
+                    .ok()
+                    .and_then(|t| t.iter().rev().find(|l| !l.trim().is_empty()).cloned())
+                    .unwrap_or_default();
+                tracing::warn!(?status, last_error = %last, "whisper worker ended");
+                Err(match status {
+                    Some(s) => format!("its process ended ({s})"),
+                    None => "its process ended".to_string(),
+                })
+            }
+        }
+    }
+
+    /// Sends one request and waits for its reply until `deadline`.
+    fn ask(&mut self, request: &str, id: u64, deadline: Instant) -> Result<Reply, String> {
+        let sent = self
+            .stdin
+            .write_all(request.as_bytes())
+            .and_then(|()| self.stdin.write_all(b"\n"))
+            .and_then(|()| self.stdin.flush());
+        if sent.is_err() {
+            return Err("the whisper recognizer's process is gone".to_string());
+        }
+        let started = Instant::now();
+        loop {
+            let line = self.next_line(deadline).map_err(|e| {
+                format!(
+                    "the whisper recognizer failed after {} s: {e}",
+                    started.elapsed().as_secs()
+                )
+            })?;
+            match serde_json::from_str::<Reply>(&line) {
+                Ok(reply) if reply.id == Some(id) => return Ok(reply),
+                _ => continue,
+            }
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn broken(what: &str) -> RecognizeError {
+    RecognizeError(format!("the whisper recognizer could not start: {what}"))
+}
+
+/// A message without the server's path of the audio file.
+fn scrub(message: &str, wav: &Path) -> String {
+    let text = message.replace(wav.to_string_lossy().as_ref(), "the audio");
+    text.chars().take(500).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(text: &str, start: f64, end: f64) -> Piece {
+        Piece {
+            text: text.to_string(),
+            start,
+            end,
+        }
+    }
+
+    fn texts(words: &[RawWord]) -> Vec<&str> {
+        words.iter().map(|w| w.text.as_str()).collect()
+    }
+
+    #[test]
+    fn pieces_without_a_leading_space_join_the_word_before() {
+        let words = join_pieces(
+            &[
+                p(" At", 0.0, 0.2),
+                p(" eleven", 0.2, 0.5),
+                p(" o", 0.5, 0.6),
+                p("'clock,", 0.6, 0.9),
+                p(" 2", 1.0, 1.2),
+                p(",000", 1.2, 1.5),
+                p(" viewers.", 1.5, 2.0),
+                p(" l", 2.1, 2.2),
+                p("'hôtel", 2.2, 2.6),
+            ],
+            true,
+        );
+        assert_eq!(
+            texts(&words),
+            ["At", "eleven", "o'clock,", "2,000", "viewers.", "l'hôtel"]
+        );
+        assert_eq!((words[2].start, words[2].end), (0.5, 0.9));
+        assert_eq!((words[3].start, words[3].end), (1.0, 1.5));
+    }
+
+    #[test]
+    fn unspaced_languages_keep_every_piece() {
+        let words = join_pieces(&[p("你好", 0.0, 0.4), p("世界", 0.4, 0.8)], false);
+        assert_eq!(texts(&words), ["你好", "世界"]);
+    }
+
+    #[test]
+    fn markers_blanks_and_bad_times_are_dropped_and_times_kept_in_order() {
+        let words = join_pieces(
+            &[
+                p(" [MUSIC]", 0.0, 3.0),
+                p("Hello", 3.0, 3.4),
+                p(" ", 3.4, 3.5),
+                p(" there", f64::NAN, 4.0),
+                p(" world", 2.0, 1.0),
+            ],
+            true,
+        );
+        assert_eq!(texts(&words), ["Hello", "world"]);
+        assert_eq!((words[1].start, words[1].end), (3.0, 3.0));
+        // A piece after a dropped marker never joins the word before the marker.
+        let words = join_pieces(
+            &[
+                p(" Yes", 0.0, 1.0),
+                p(" [laughs]", 1.0, 2.0),
+                p("no", 2.0, 3.0),
+            ],
+            true,
+        );
+        assert_eq!(texts(&words), ["Yes", "no"]);
+    }
+
+    fn w(text: &str) -> RawWord {
+        RawWord {
+            text: text.to_string(),
+            start: 0.0,
+            end: 0.0,
+            speaker: 0,
+        }
+    }
+
+    #[test]
+    fn repetition_loops_keep_three_occurrences() {
+        let mut input = vec![w("So")];
+        for _ in 0..20 {
+            input.push(w("thank"));
+            input.push(w("you."));
+        }
+        input.push(w("Bye."));
+        let out = collapse_loops(input);
+        assert_eq!(
+            texts(&out),
+            ["So", "thank", "you.", "thank", "you.", "thank", "you.", "Bye."]
+        );
+        // Three times is speech, not a loop; so are different words.
+        let speech: Vec<RawWord> = ["no,", "no,", "no!", "Stop", "it"].map(w).into();
+        assert_eq!(collapse_loops(speech.clone()), speech);
+    }
+
+    #[test]
+    fn language_codes_map_to_whisper_and_keep_the_request() {
+        assert_eq!(
+            WhisperLanguage::from_requested("auto").unwrap(),
+            WhisperLanguage::Auto
+        );
+        assert_eq!(
+            WhisperLanguage::from_requested("multilingual").unwrap(),
+            WhisperLanguage::PerWindow
+        );
+        assert_eq!(
+            WhisperLanguage::from_requested("zh-TW").unwrap(),
+            WhisperLanguage::Forced {
+                whisper: "zh".into(),
+                requested: "zh-TW".into()
+            }
+        );
+        assert_eq!(WhisperLanguage::from_requested("nb").unwrap().code(), "no");
+        assert_eq!(
+            WhisperLanguage::from_requested("en-US").unwrap().code(),
+            "en"
+        );
+        let err = WhisperLanguage::from_requested("tlh").unwrap_err();
+        assert_eq!(err.0, "the whisper recognizer does not know language tlh");
+        assert!(WhisperLanguage::from_requested("x-").is_err());
+    }
+
+    #[test]
+    fn the_dominant_language_holds_the_most_speech() {
+        let reply = Reply {
+            id: Some(1),
+            language: None,
+            windows: vec![
+                (0.0, 10.0, Some("nl".into())),
+                (10.0, 14.0, Some("en".into())),
+                (14.0, 22.0, Some("en".into())),
+            ],
+            words: vec![],
+            error: None,
+        };
+        assert_eq!(dominant_language(&reply).as_deref(), Some("en"));
+    }
+
+    #[test]
+    fn a_missing_model_is_one_line_naming_the_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        let python = dir.path().join("python3");
+        std::fs::write(&python, "").unwrap();
+        let opts = WhisperOptions {
+            python: python.clone(),
+            model: dir.path().join("model"),
+            ..WhisperOptions::default()
+        };
+        let err = check_installation(&opts).unwrap_err();
+        assert!(err.contains("config.json is missing"), "{err}");
+        assert!(err.contains("scripts/setup"), "{err}");
+        assert!(!err.contains('\n'));
+        // A file of the right name but other bytes fails its checksum.
+        std::fs::create_dir_all(dir.path().join("model")).unwrap();
+        std::fs::write(dir.path().join("model/config.json"), "{}").unwrap();
+        let err = check_installation(&opts).unwrap_err();
+        assert!(err.contains("does not match its SHA-256"), "{err}");
+        let err = check_installation(&WhisperOptions {
+            python: dir.path().join("nope"),
+            ..opts
+        })
+        .unwrap_err();
+        assert!(err.contains("Python runtime"), "{err}");
+    }
+}
