@@ -93,7 +93,9 @@ with sync_playwright() as pw:
     page.click("#play")
     wait_js(page, "document.querySelector('audio').currentTime > 0.3")
     page.click("#play")
-    word = page.locator("li.cue").first.locator(".w").nth(2)
+    # The speech is two sentences, and a sentence ends a cue: "Hello world." is the first cue,
+    # "This is a test of the subtitles, read aloud." the second, which the word steps use.
+    word = page.locator("li.cue").nth(1).locator(".w").nth(2)
     start_ms = int(word.get_attribute("data-start"))
     word.click()
     t = page.evaluate("document.querySelector('audio').currentTime")
@@ -119,11 +121,20 @@ with sync_playwright() as pw:
 
     step("split and merge")
     n = cue_count(page)
-    page.locator("li.cue").first.locator(".w").nth(2).click()
+
+    def cue_starts():
+        return [c.locator(".w").first.inner_text() for c in page.locator("li.cue").all()]
+
+    target = page.locator("li.cue").nth(1).locator(".w").nth(5)
+    word_text = target.inner_text()
+    target.click()
     page.click("#split")
     revision(page, 2)
-    assert cue_count(page) == n + 1, (cue_count(page), n)
-    page.locator("li.cue").first.click()
+    # The split word now opens a cue; the layout may regroup the words before it (a short part
+    # that could not be read in its time joins the sentence before it), so the count may not grow.
+    starts = cue_starts()
+    assert word_text in starts, (word_text, starts)
+    page.locator("li.cue").nth(starts.index(word_text) - 1).click()
     page.keyboard.press("Alt+m")
     revision(page, 3)
     assert cue_count(page) == n
@@ -132,7 +143,7 @@ with sync_playwright() as pw:
     def line_starts():
         return [t.split(" ")[0] for t in page.locator("li.cue .line").all_inner_texts()]
 
-    target = page.locator("li.cue").first.locator(".w").nth(6)
+    target = page.locator("li.cue").nth(1).locator(".w").nth(3)
     word_text = target.inner_text()
     assert word_text not in line_starts(), (word_text, line_starts())
     target.click()
@@ -156,7 +167,7 @@ with sync_playwright() as pw:
     page.click("#speaker-cue")
     revision(page, 7)
     second.locator("li.cue").first.click()
-    second.locator("li.cue").first.locator(".w").nth(3).click()
+    second.locator("li.cue").nth(1).locator(".w").nth(3).click()
     second.click("#split")
     expect(second.locator("#conflict")).to_be_visible()
     expect(second.locator("#conflict-rev")).to_have_text("7")
