@@ -93,8 +93,8 @@ with sync_playwright() as pw:
     page.click("#play")
     wait_js(page, "document.querySelector('audio').currentTime > 0.3")
     page.click("#play")
-    # The speech is two sentences, and a sentence ends a cue: "Hello world." is the first cue,
-    # "This is a test of the subtitles, read aloud." the second, which the word steps use.
+    # The speech is two sentences, and a sentence ends a cue: "Hello world." is the first cue and
+    # the second sentence the second, which the word steps use.
     word = page.locator("li.cue").nth(1).locator(".w").nth(2)
     start_ms = int(word.get_attribute("data-start"))
     word.click()
