@@ -96,7 +96,7 @@ impl LayoutFlags {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
                     .with_context(|| format!("cannot read settings file {}", path.display()))?;
-                let v: serde_json::Value = serde_json::from_str(&text)
+                let v = cuecraft_host::json::value(text.as_bytes())
                     .with_context(|| format!("{} is not JSON", path.display()))?;
                 match v {
                     serde_json::Value::Object(m) => m,

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use cuecraft_engine::{words_from_raw, Cue, FrameRate, PartialSettings, RawWord};
 use cuecraft_formats::{Format, WriteOptions};
+use cuecraft_host::json;
 use serde_json::Value;
 
 /// Lay out timed words as cues.
@@ -88,7 +89,7 @@ fn cues_json(cues: &[Cue]) -> Vec<CueJson<'_>> {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let frame_rate = FrameRate::parse(&args.frame_rate)
         .with_context(|| format!("--frame-rate {:?} is not a frame rate", args.frame_rate))?;
-    let raw: Vec<RawWord> = serde_json::from_str(&read(&args.words)?).with_context(|| {
+    let raw: Vec<RawWord> = json::from_slice(read(&args.words)?.as_bytes()).with_context(|| {
         format!(
             "{}: expected a JSON array of {{text, start, end, speaker}}",
             args.words.display()
@@ -98,7 +99,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let partial = match &args.settings {
         None => PartialSettings::default(),
         Some(path) => {
-            let value: Value = serde_json::from_str(&read(path)?)
+            let value: Value = json::value(read(path)?.as_bytes())
                 .with_context(|| format!("{}: not JSON", path.display()))?;
             match PartialSettings::from_json(&value, "") {
                 Ok(p) => p,

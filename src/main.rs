@@ -1,5 +1,6 @@
 //! The `cuecraft` binary: argument parsing, then a call into a library crate.
 
+mod check_cmd;
 mod convert_cmd;
 mod layout_cmd;
 
@@ -27,6 +28,9 @@ enum Command {
     Convert(convert_cmd::Args),
     /// Lay out timed words as cues.
     Layout(layout_cmd::Args),
+    /// Check a subtitle file (or a job's transcript) against a style: reading pace, line limits,
+    /// durations, gaps, line breaks, sentence ends. Exit status 1 when an error-level rule fails.
+    Check(check_cmd::Args),
     /// Submit a media file to a cuecraft server and write its subtitles.
     Submit(cuecraft_host::submit::SubmitArgs),
 }
@@ -38,6 +42,7 @@ fn main() -> anyhow::Result<()> {
         Command::Admin(a) => cuecraft_host::cli::admin(a),
         Command::Convert(a) => convert_cmd::run(a),
         Command::Layout(a) => layout_cmd::run(a),
+        Command::Check(a) => check_cmd::run(a),
         Command::Submit(a) => cuecraft_host::submit::run(a),
     }
 }

@@ -140,10 +140,24 @@ fn routing_errors(server: &Server, key: &str) {
     server
         .get(key, "/v1/nothing")
         .expect_error(404, "not_found");
-    request(server.port, "GET", "/", &[], b"").expect_error(404, "not_found");
+    // Outside /v1 is the web application: `/` leads to the project list, and an unknown path
+    // asked for as JSON gets the same error shape.
+    let root = request(server.port, "GET", "/", &[], b"");
+    assert_eq!(
+        (root.status, root.header("location")),
+        (303, Some("/projects"))
+    );
+    request(
+        server.port,
+        "GET",
+        "/nothing",
+        &[("Accept", "application/json")],
+        b"",
+    )
+    .expect_error(404, "not_found");
     let r = server.call(key, "DELETE", "/v1/jobs/0123456789abcdef01234567", b"");
     r.expect_error(405, "method_not_allowed");
-    assert_eq!(r.header("allow"), Some("GET"));
+    assert_eq!(r.header("allow"), Some("GET, HEAD"));
     let r = server.get(key, "/v1/jobs");
     r.expect_error(405, "method_not_allowed");
     assert_eq!(r.header("allow"), Some("POST"));

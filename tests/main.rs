@@ -1,11 +1,15 @@
 //! The end-to-end tests: the real `cuecraft` binary, real HTTP over loopback, real SQLite files and
 //! real ffmpeg. One test binary, one module per behaviour area (`cli`: `cuecraft convert` on files
-//! and pipes).
+//! and pipes; `check`: `cuecraft check` on a file of each format).
 
 mod common;
 
 mod api;
+mod browser;
+mod check;
 mod cli;
 mod errors;
+mod hardening;
 mod media;
 mod pipeline;
+mod web;

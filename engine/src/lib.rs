@@ -18,6 +18,7 @@
 pub mod analysis;
 mod layout;
 pub mod punctuate;
+pub mod qc;
 pub mod settings;
 pub mod text;
 mod time;

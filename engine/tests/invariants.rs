@@ -3,6 +3,7 @@
 
 mod common;
 
+use cuecraft_engine::qc::{check, Level, QcStyle};
 use cuecraft_engine::{
     layout, Break, ContentProfile, ForbiddenRule, FrameRate, Millis, Settings, SubtitleMode, Word,
 };
@@ -151,6 +152,19 @@ proptest! {
             prop_assert!(false, "{e}\n{}", common::render(&cues));
         }
         prop_assert_eq!(&cues, &layout(&w, &s, fr), "not deterministic");
+    }
+
+    /// The QC check under the job's own settings finds no error-level problem in what the layout
+    /// made of them: the hard limits hold as the check measures them.
+    #[test]
+    fn qc_finds_no_error_in_a_layout_under_its_own_settings(
+        w in words(), s in settings(), fr in frame_rate()
+    ) {
+        let cues = layout(&w, &s, fr);
+        let style = QcStyle::from_settings(&s, &w);
+        let report = check(&cues, &style, fr);
+        let errors: Vec<_> = report.findings.iter().filter(|f| f.level == Level::Error).collect();
+        prop_assert!(errors.is_empty(), "{errors:?}\n{}", common::render(&cues));
     }
 
     /// Forbidden characters never reach a line, whatever the words.

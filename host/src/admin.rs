@@ -65,6 +65,23 @@ pub enum AdminCommand {
         #[command(subcommand)]
         command: QuotaCommand,
     },
+    /// First start: creates an organisation, its owner, an API key and a sign-in link; prints
+    /// `{"orgId","memberId","keyId","key","signInUrl","expiresAt"}`. The key is shown this once.
+    Quickstart {
+        /// The organisation's name.
+        #[arg(long, default_value = "My organisation")]
+        org_name: String,
+        /// The owner's e-mail address.
+        #[arg(long, default_value = "owner@example.com")]
+        email: String,
+        /// Starting credits, in cents (default: 100 minutes at the default price).
+        #[arg(long, default_value_t = 1000)]
+        credits_cents: i64,
+        /// The server's public URL (default: the one `serve` last recorded, else
+        /// http://127.0.0.1:8080).
+        #[arg(long)]
+        public_url: Option<String>,
+    },
 }
 
 /// `admin org ...`
@@ -102,12 +119,22 @@ pub enum MemberCommand {
         #[arg(long)]
         joined: Option<String>,
     },
-    /// Marks a member as having left; prints `{"id","leftAt"}`.
+    /// Marks a member as having left and ends their sessions; prints `{"id","leftAt"}`.
     Remove {
         #[arg(long)]
         org: String,
         #[arg(long)]
         member: String,
+    },
+    /// Prints a one-time sign-in link for an active member, valid 15 minutes:
+    /// `{"memberId","signInUrl","expiresAt"}`.
+    LoginLink {
+        #[arg(long)]
+        member: String,
+        /// The server's public URL (default: the one `serve` last recorded, else
+        /// http://127.0.0.1:8080).
+        #[arg(long)]
+        public_url: Option<String>,
     },
 }
 
@@ -138,6 +165,13 @@ pub enum FolderCommand {
         org: String,
         #[arg(long)]
         name: String,
+    },
+    /// Gives a member access to a folder's projects; prints `{"folderId","memberId"}`.
+    AddMember {
+        #[arg(long)]
+        folder: String,
+        #[arg(long)]
+        member: String,
     },
 }
 
@@ -194,6 +228,46 @@ fn org_exists(conn: &rusqlite::Connection, org: &str) -> anyhow::Result<()> {
         bail!("no organisation {org}");
     }
     Ok(())
+}
+
+/// The file in which `serve` records its public URL, for the sign-in links `admin` prints.
+pub const PUBLIC_URL_FILE: &str = "public-url";
+
+/// The public URL for printed links: the argument, else what `serve` recorded, else the default
+/// listen address.
+fn public_url(data_dir: &std::path::Path, arg: Option<String>) -> String {
+    arg.or_else(|| {
+        std::fs::read_to_string(data_dir.join(PUBLIC_URL_FILE))
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+    })
+    .unwrap_or_else(|| "http://127.0.0.1:8080".to_string())
+    .trim_end_matches('/')
+    .to_string()
+}
+
+/// A sign-in link for an active member: (url, expiresAt).
+fn login_link(
+    store: &Store,
+    data_dir: &std::path::Path,
+    member: &str,
+    url: Option<String>,
+    now: i64,
+) -> anyhow::Result<(String, String)> {
+    check_id("member", member)?;
+    let token = store.with(|c| -> anyhow::Result<String> {
+        crate::store::create_login_link(c, member, now).map_err(|e| match e {
+            crate::store::StoreError::NoActiveMember => {
+                anyhow::anyhow!("no active member {member}")
+            }
+            e => anyhow::anyhow!(e),
+        })
+    })?;
+    Ok((
+        format!("{}/login/{token}", public_url(data_dir, url)),
+        rfc3339(now + crate::store::LOGIN_LINK_TTL_MS),
+    ))
 }
 
 /// Runs one admin command and returns the JSON object it prints.
@@ -281,11 +355,81 @@ pub fn run(args: AdminArgs) -> anyhow::Result<Value> {
                             "UPDATE members SET left_at = ?1 WHERE id = ?2",
                             params![now, member],
                         )?;
+                        crate::store::revoke_member(c, &member)?;
                         Ok(now)
                     }
                 }
             })?;
             Ok(json!({ "id": member, "leftAt": rfc3339(left) }))
+        }
+        AdminCommand::Member {
+            command: MemberCommand::LoginLink { member, public_url },
+        } => {
+            let (url, expires) = login_link(&store, &args.data_dir, &member, public_url, now)?;
+            Ok(json!({ "memberId": member, "signInUrl": url, "expiresAt": expires }))
+        }
+        AdminCommand::Folder {
+            command: FolderCommand::AddMember { folder, member },
+        } => {
+            check_id("folder", &folder)?;
+            check_id("member", &member)?;
+            store.with(|c| -> anyhow::Result<()> {
+                let same: Option<i64> = c
+                    .query_row(
+                        "SELECT 1 FROM folders f JOIN members m ON m.org_id = f.org_id
+                         WHERE f.id = ?1 AND m.id = ?2 AND m.left_at IS NULL",
+                        [&folder, &member],
+                        |r| r.get(0),
+                    )
+                    .optional()?;
+                if same.is_none() {
+                    bail!("no folder {folder} with an active member {member} in its organisation");
+                }
+                crate::store::add_folder_member(c, &folder, &member)?;
+                Ok(())
+            })?;
+            Ok(json!({ "folderId": folder, "memberId": member }))
+        }
+        AdminCommand::Quickstart {
+            org_name,
+            email,
+            credits_cents,
+            public_url,
+        } => {
+            if org_name.trim().is_empty() || !email.contains('@') {
+                bail!("--org-name must not be empty and --email must be an e-mail address");
+            }
+            let (org, member, key_id) = (new_id()?, new_id()?, new_id()?);
+            let key = new_api_key()?;
+            store.with(|c| -> anyhow::Result<()> {
+                let tx = c.transaction()?;
+                tx.execute(
+                    "INSERT INTO orgs (id, name, max_bytes, max_seconds, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                    params![org, org_name, DEFAULT_MAX_BYTES, DEFAULT_MAX_SECONDS, now],
+                )?;
+                tx.execute(
+                    "INSERT INTO members (id, org_id, email, role, joined_at) VALUES (?1, ?2, ?3, 'owner', ?4)",
+                    params![member, org, email, now],
+                )?;
+                tx.execute(
+                    "INSERT INTO api_keys (id, org_id, member_id, key_hash, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                    params![key_id, org, member, sha256(key.as_bytes()), now],
+                )?;
+                tx.commit()?;
+                Ok(())
+            })?;
+            if credits_cents != 0 {
+                store.with_billing(|c| crate::billing::add_credit(c, &org, credits_cents))?;
+            }
+            let (url, expires) = login_link(&store, &args.data_dir, &member, public_url, now)?;
+            Ok(json!({
+                "orgId": org,
+                "memberId": member,
+                "keyId": key_id,
+                "key": key,
+                "signInUrl": url,
+                "expiresAt": expires,
+            }))
         }
         AdminCommand::Key {
             command: KeyCommand::Create { org, member },
@@ -369,7 +513,7 @@ pub fn run(args: AdminArgs) -> anyhow::Result<Value> {
                     settings,
                 },
         } => {
-            let value: Value = serde_json::from_str(&settings)
+            let value: Value = crate::json::value(settings.as_bytes())
                 .with_context(|| "--settings must be a JSON object".to_string())?;
             let partial = PartialSettings::from_json(&value, "settings").map_err(|errs| {
                 let list: Vec<String> = errs

@@ -106,6 +106,30 @@ fn remove_leftovers(data_dir: &Path) {
     }
 }
 
+/// Records the public URL for the links `admin` prints, and on a data directory without any
+/// organisation prints the one command that creates an organisation, its owner, an API key and a
+/// sign-in link.
+fn first_run_hint(store: &Store, data_dir: &Path, public_url: &str) {
+    if let Err(e) = std::fs::write(
+        data_dir.join(crate::admin::PUBLIC_URL_FILE),
+        format!("{public_url}\n"),
+    ) {
+        tracing::warn!("could not record the public URL: {e}");
+    }
+    if store.with(|c| crate::store::is_empty(c)).unwrap_or(false) {
+        let exe = std::env::args()
+            .next()
+            .unwrap_or_else(|| "cuecraft".to_string());
+        eprintln!(
+            "\nThis data directory has no organisation yet. To create one with an owner, an API \
+             key and a sign-in link, run in another terminal:\n\n    {exe} admin --data-dir {dir} \
+             quickstart\n\nthen open the signInUrl it prints (valid 15 minutes) and use the key as \
+             `Authorization: Bearer KEY` on {public_url}/v1.\n",
+            dir = data_dir.display(),
+        );
+    }
+}
+
 /// Completes on ctrl-c or SIGTERM.
 async fn shutdown_signal() {
     let ctrl_c = async {
@@ -162,6 +186,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     remove_leftovers(&args.data_dir);
     let store = Arc::new(Store::open(&args.data_dir)?);
     let secret = signing_secret(&args.data_dir)?;
+    first_run_hint(&store, &args.data_dir, &public_url);
     let queue = Arc::new(Queue::default());
     let pipeline = Arc::new(Pipeline {
         store: store.clone(),

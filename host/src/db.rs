@@ -118,6 +118,43 @@ const MAIN_MIGRATIONS: &[&str] = &[
         attempts INTEGER NOT NULL DEFAULT 0,
         UNIQUE (job_id, task)
     );",
+    // 2: the web application: passwords, one-time sign-in links, sessions, folder members, the
+    // transcript's revision history, editor media, and the indexes of the project list's sorts
+    // (keyset pagination on (org, key, id)).
+    "ALTER TABLE members ADD COLUMN password_hash TEXT;
+    CREATE TABLE login_links (
+        token_hash BLOB PRIMARY KEY,
+        member_id TEXT NOT NULL REFERENCES members(id),
+        expires_at INTEGER NOT NULL,
+        used_at INTEGER
+    );
+    CREATE TABLE sessions (
+        token_hash BLOB PRIMARY KEY,
+        member_id TEXT NOT NULL REFERENCES members(id),
+        csrf TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+    );
+    CREATE INDEX sessions_member ON sessions(member_id);
+    CREATE TABLE folder_members (
+        folder_id TEXT NOT NULL REFERENCES folders(id),
+        member_id TEXT NOT NULL REFERENCES members(id),
+        PRIMARY KEY (folder_id, member_id)
+    );
+    CREATE INDEX folder_members_member ON folder_members(member_id);
+    CREATE TABLE revisions (
+        transcript_id TEXT NOT NULL REFERENCES transcripts(id),
+        revision INTEGER NOT NULL,
+        words TEXT NOT NULL,
+        member_id TEXT,
+        note TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (transcript_id, revision)
+    );
+    CREATE INDEX jobs_org_created ON jobs(org_id, created_at, id);
+    CREATE INDEX jobs_org_updated ON jobs(org_id, updated_at, id);
+    CREATE INDEX jobs_org_name ON jobs(org_id, name, id);
+    CREATE INDEX jobs_owner_created ON jobs(owner_member_id, created_at, id);",
 ];
 
 const BILLING_MIGRATIONS: &[&str] = &[

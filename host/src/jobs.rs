@@ -101,8 +101,15 @@ fn integer(v: &Value) -> Option<i128> {
 /// Validates a job creation body. Pure: no database, no clock. Every problem is reported at once
 /// with its path; `sourceUrl` in any form answers 501 before anything else is looked at.
 pub fn validate_create_request(body: &[u8]) -> Result<CreateRequest, ApiError> {
-    let value: Value =
-        serde_json::from_slice(body).map_err(|e| ApiError::InvalidJson(e.to_string()))?;
+    let value: Value = crate::json::value(body).map_err(|e| match e {
+        crate::json::StrictError::Syntax(e) => ApiError::InvalidJson(e.to_string()),
+        crate::json::StrictError::Duplicates(paths) => ApiError::InvalidRequest(
+            paths
+                .into_iter()
+                .map(|p| FieldError::new(p, "appears more than once in its object"))
+                .collect(),
+        ),
+    })?;
     let Some(obj) = value.as_object() else {
         return Err(ApiError::InvalidRequest(vec![FieldError::new(
             "body",

@@ -1,4 +1,5 @@
-//! cuecraft-host: the /v1 job API, the job pipeline, recognizers and the admin commands.
+//! cuecraft-host: the /v1 job API, the web application, the job pipeline, recognizers and the
+//! admin commands.
 //! It is the only crate that knows HTTP, JSON wire shapes, SQL or processes.
 
 pub mod admin;
@@ -8,15 +9,19 @@ pub mod cli;
 pub mod db;
 pub mod error;
 pub mod jobs;
+pub mod json;
 pub mod media;
 pub mod pipeline;
 pub mod ratelimit;
 pub mod recognizer;
+pub mod redact;
 pub mod results;
 pub mod server;
+pub mod store;
 pub mod submit;
 pub mod uploads;
 pub mod util;
+pub mod web;
 pub mod words;
 
 pub use error::ApiError;

@@ -284,6 +284,109 @@ fn pick_frame_rate(r: Option<FrameRate>, avg: Option<FrameRate>) -> Option<Frame
     }
 }
 
+/// Peaks per second of media in the editor's waveform (one byte each: 20 ms).
+pub const PEAKS_PER_SECOND: u32 = 50;
+/// The sample rate the peaks are computed from.
+const PEAK_RATE: u32 = 8000;
+
+/// Makes the editor's browser-playable proxy of `input` at `output`: WebM with VP8 picture
+/// (at most 360 lines, realtime speed) and Opus sound for video, Opus sound alone for audio-only
+/// media. Written to a temp name and renamed, like the extracted audio.
+pub fn make_proxy(input: &Path, output: &Path, video: bool) -> Result<(), MediaError> {
+    let tmp = tmp_path(output);
+    let mut cmd = Command::new("ffmpeg");
+    cmd.args(["-nostdin", "-v", "error", "-y", "-i"])
+        .arg(file_url(input))
+        .args(["-sn", "-dn"]);
+    if video {
+        cmd.args(["-map", "0:v:0", "-map", "0:a:0"])
+            .args([
+                "-vf",
+                "scale=-2:'min(360,ih)':flags=bilinear,format=yuv420p",
+            ])
+            .args(["-c:v", "libvpx", "-deadline", "realtime", "-cpu-used", "8"])
+            .args(["-b:v", "700k", "-auto-alt-ref", "0"]);
+    } else {
+        cmd.args(["-vn", "-map", "0:a:0"]);
+    }
+    cmd.args(["-c:a", "libopus", "-b:a", "64k", "-ac", "2", "-f", "webm"])
+        .arg(file_url(&tmp));
+    let out = run("ffmpeg", &mut cmd)?;
+    if !out.status.success() {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(MediaError::Unreadable(tool_message(&out.stderr, input)));
+    }
+    std::fs::rename(&tmp, output).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        MediaError::Io(e)
+    })
+}
+
+/// The waveform's peaks of `input`'s first audio stream: for every 1/[`PEAKS_PER_SECOND`] s, the
+/// largest absolute sample as 0-255. ffmpeg decodes to 8 kHz mono 16-bit PCM on a pipe, read a
+/// piece at a time, so a 10-hour file never sits in memory.
+pub fn compute_peaks(input: &Path) -> Result<Vec<u8>, MediaError> {
+    use std::io::Read;
+    let mut child = crate::child::ends_with_server(
+        Command::new("ffmpeg")
+            .args(["-nostdin", "-v", "error", "-i"])
+            .arg(file_url(input))
+            .args(["-vn", "-sn", "-dn", "-map", "0:a:0", "-ac", "1"])
+            .args([
+                "-ar",
+                &PEAK_RATE.to_string(),
+                "-f",
+                "s16le",
+                "-c:a",
+                "pcm_s16le",
+                "-",
+            ]),
+    )
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .map_err(|source| MediaError::Tool {
+        tool: "ffmpeg",
+        source,
+    })?;
+    let per_peak = (PEAK_RATE / PEAKS_PER_SECOND) as usize;
+    let mut peaks = Vec::new();
+    let (mut n, mut max) = (0usize, 0u16);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut filled = 0usize;
+    if let Some(mut out) = child.stdout.take() {
+        loop {
+            let got = out.read(&mut buf[filled..]).map_err(MediaError::Io)?;
+            if got == 0 {
+                break;
+            }
+            filled += got;
+            let whole = filled & !1;
+            for s in buf[..whole].chunks_exact(2) {
+                max = max.max(i16::from_le_bytes([s[0], s[1]]).unsigned_abs());
+                n += 1;
+                if n == per_peak {
+                    peaks.push((max >> 7).min(255) as u8);
+                    n = 0;
+                    max = 0;
+                }
+            }
+            // An odd byte waits for its other half.
+            buf.copy_within(whole..filled, 0);
+            filled -= whole;
+        }
+    }
+    let status = child.wait().map_err(MediaError::Io)?;
+    if !status.success() {
+        return Err(MediaError::Unreadable("could not decode the audio".into()));
+    }
+    if n > 0 {
+        peaks.push((max >> 7).min(255) as u8);
+    }
+    Ok(peaks)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

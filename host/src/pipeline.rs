@@ -335,12 +335,14 @@ impl Pipeline {
         self.store.with(|c| {
             let tx = c.transaction()?;
             let now = now_ms();
+            // A transcript an editor has changed (revision > 0) is kept: a re-run of recognition
+            // never overwrites human edits.
             tx.execute(
-                "DELETE FROM transcripts WHERE job_id = ?1 AND kind = 'original'",
+                "DELETE FROM transcripts WHERE job_id = ?1 AND kind = 'original' AND revision = 0",
                 [&job.id],
             )?;
             tx.execute(
-                "INSERT INTO transcripts (id, job_id, seq, language, kind, label, status, words, created_at)
+                "INSERT OR IGNORE INTO transcripts (id, job_id, seq, language, kind, label, status, words, created_at)
                  VALUES (?1, ?2, 1, ?3, 'original', NULL, 'ready', ?4, ?5)",
                 params![transcript_id, job.id, language, stored, now],
             )?;
@@ -403,6 +405,7 @@ impl Pipeline {
             )
             .to_string()
         });
+        self.editor_media(job);
         let clean_id = new_id().map_err(|e| StepError::Retry(format!("random: {e}")))?;
         self.store.with(|c| {
             let tx = c.transaction()?;
@@ -427,6 +430,36 @@ impl Pipeline {
         self.queue.notify();
         tracing::info!(job = %job.id, cues = cues.len(), "ready");
         Ok(())
+    }
+
+    /// Makes the editor's media once: a browser-playable proxy (picture and sound for video,
+    /// sound for audio-only) and the waveform's peaks, beside the upload. A failure is logged and
+    /// leaves the job's result alone (the editor then shows no playback); a step repeated after a
+    /// crash skips what is already there.
+    fn editor_media(&self, job: &JobRow) {
+        let media = media_path(&self.data_dir, &job.id);
+        let (video, audio, peaks) = editor_media_paths(&self.data_dir, &job.id);
+        if !(video.is_file() || audio.is_file()) {
+            let made = crate::media::probe(&media).and_then(|p| {
+                let out = if p.has_video { &video } else { &audio };
+                crate::media::make_proxy(&media, out, p.has_video)
+            });
+            if let Err(e) = made {
+                tracing::warn!(job = %job.id, "no playback proxy for the editor: {e}");
+            }
+        }
+        if !peaks.is_file() {
+            let tmp = peaks.with_extension("peaks.tmp");
+            let written = crate::media::compute_peaks(&media).and_then(|p| {
+                std::fs::write(&tmp, p)
+                    .and_then(|()| std::fs::rename(&tmp, &peaks))
+                    .map_err(crate::media::MediaError::Io)
+            });
+            if let Err(e) = written {
+                let _ = std::fs::remove_file(&tmp);
+                tracing::warn!(job = %job.id, "no waveform peaks for the editor: {e}");
+            }
+        }
     }
 
     fn clean(&self, task: &Task) -> Result<(), StepError> {
@@ -479,6 +512,8 @@ impl Pipeline {
 
     fn fail_clean(&self, task: &Task, why: &str) -> Result<(), String> {
         tracing::warn!(job = %task.job_id, "clean version failed: {why}");
+        // The log keeps the whole message; the transcript's `error` shows no server path.
+        let why = crate::redact::message(why);
         self.store
             .with(|c| {
                 let tx = c.transaction()?;
@@ -506,6 +541,8 @@ impl Pipeline {
             .with_billing(|c| crate::billing::refund(c, &job.org_id, &job.id))
             .map_err(|e| format!("billing: {e}"))?;
         tracing::warn!(job = %job.id, "job failed: {why}");
+        // The log keeps the whole message; the job's `error` shows no server path.
+        let why = crate::redact::message(why);
         self.store
             .with(|c| {
                 let tx = c.transaction()?;
@@ -532,4 +569,15 @@ fn job_settings(job: &JobRow) -> Result<Settings, String> {
     PartialSettings::from_json(&value, "settings")
         .map(|p| p.resolve())
         .map_err(|_| "the job's settings do not validate".to_string())
+}
+
+/// Where the editor's media of a job live: (video proxy, audio proxy, peaks). One of the two
+/// proxies exists once the job is ready.
+pub fn editor_media_paths(data_dir: &std::path::Path, job_id: &str) -> (PathBuf, PathBuf, PathBuf) {
+    let dir = data_dir.join("media");
+    (
+        dir.join(format!("{job_id}.video.webm")),
+        dir.join(format!("{job_id}.audio.webm")),
+        dir.join(format!("{job_id}.peaks")),
+    )
 }

@@ -38,20 +38,30 @@ struct Loaded {
     words: Vec<Word>,
 }
 
+/// The job's effective settings, as layered at creation.
+pub fn job_settings(job: &JobRow) -> Result<Settings, ApiError> {
+    let value: Value = serde_json::from_str(&job.settings)
+        .map_err(|e| ApiError::Internal(format!("job settings: {e}")))?;
+    PartialSettings::from_json(&value, "settings")
+        .map(|p| p.resolve())
+        .map_err(|_| ApiError::Internal("job settings do not validate".into()))
+}
+
+/// The job's frame rate: the video's, 25/1 for audio-only or before probing.
+pub fn job_frame_rate(job: &JobRow) -> FrameRate {
+    match (job.frame_num, job.frame_den) {
+        (Some(n), Some(d)) => FrameRate::new(n, d).unwrap_or(FrameRate::FPS_25),
+        _ => FrameRate::FPS_25,
+    }
+}
+
 impl Loaded {
     fn settings(&self) -> Result<Settings, ApiError> {
-        let value: Value = serde_json::from_str(&self.job.settings)
-            .map_err(|e| ApiError::Internal(format!("job settings: {e}")))?;
-        PartialSettings::from_json(&value, "settings")
-            .map(|p| p.resolve())
-            .map_err(|_| ApiError::Internal("job settings do not validate".into()))
+        job_settings(&self.job)
     }
 
     fn frame_rate(&self) -> FrameRate {
-        match (self.job.frame_num, self.job.frame_den) {
-            (Some(n), Some(d)) => FrameRate::new(n, d).unwrap_or(FrameRate::FPS_25),
-            _ => FrameRate::FPS_25,
-        }
+        job_frame_rate(&self.job)
     }
 
     fn cues(&self, settings: &Settings) -> Vec<Cue> {
@@ -241,7 +251,7 @@ pub async fn transcript(
 }
 
 /// The contract's six `format` values.
-fn subtitle_format(name: &str) -> Option<Format> {
+pub fn subtitle_format(name: &str) -> Option<Format> {
     match name.to_ascii_lowercase().as_str() {
         "srt" | "vtt" | "webvtt" | "ttml" | "ass" | "ebu-stl" => Format::from_name(name),
         _ => None,
@@ -299,27 +309,41 @@ pub async fn subtitles(
     };
     let sel = selector(&params)?;
     let loaded = load(&app, caller, id, sel).await?;
-    let settings = loaded.settings()?;
-    let cues = loaded.cues(&settings);
+    subtitle_response(
+        &loaded.job,
+        &loaded.transcript.language,
+        &loaded.words,
+        format,
+        offset,
+    )
+}
+
+/// The subtitle file of `words` (a transcript of `job` in `language`) as an attachment: what the
+/// API's subtitles endpoint and the editor's download buttons both answer, byte for byte.
+pub fn subtitle_response(
+    job: &JobRow,
+    language: &str,
+    words: &[Word],
+    format: Format,
+    offset: Millis,
+) -> Result<Response<Body>, ApiError> {
+    let settings = job_settings(job)?;
+    let frame_rate = job_frame_rate(job);
+    let cues = layout(words, &settings, frame_rate);
     let opts = WriteOptions {
         offset: if format == Format::EbuStl {
             Millis::ZERO
         } else {
             offset
         },
-        frame_rate: loaded.frame_rate(),
-        language: loaded.transcript.language.clone(),
-        title: loaded.job.name.clone(),
+        frame_rate,
+        language: language.to_string(),
+        title: job.name.clone(),
         max_chars_per_line: settings.max_chars_per_line,
     };
     let bytes = cuecraft_formats::to_vec(format, &cues, &opts)
         .map_err(|e| ApiError::Internal(format!("writing {}: {e}", format.extension())))?;
-    let filename = format!(
-        "{}_{}.{}",
-        loaded.job.name,
-        loaded.transcript.language,
-        format.extension()
-    );
+    let filename = format!("{}_{}.{}", job.name, language, format.extension());
     let mut resp = Response::new(Full::new(Bytes::from(bytes)));
     resp.headers_mut().insert(
         CONTENT_TYPE,

@@ -149,6 +149,10 @@ pub fn route<'a>(method: &str, path: &'a str) -> Result<Matched<'a>, ApiError> {
                 });
             }
             allowed.push(m);
+            // `handle` answers HEAD wherever GET is routed.
+            if m == "GET" {
+                allowed.push("HEAD");
+            }
         }
     }
     if allowed.is_empty() {
@@ -257,6 +261,9 @@ async fn dispatch(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Body
     let method = req.method().clone();
     let path = req.uri().path().to_string();
     let query = req.uri().query().unwrap_or("").to_string();
+    if crate::web::owns(&path) {
+        return crate::web::handle(app, req).await;
+    }
     let matched = route(method.as_str(), &path)?;
     let id = matched.id.map(str::to_string);
     if matched.upload {
@@ -301,12 +308,33 @@ fn openapi_response() -> Response<Body> {
 pub const OPENAPI: &str = include_str!("../openapi.json");
 
 /// Answers one request: every response, error or not, carries `Cache-Control: no-store`.
-pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+///
+/// HEAD is answered here for every route at once (RFC 9110 9.3.2): the request is handled as a
+/// GET, and the response keeps its status and headers, `Content-Length` included, without a body.
+pub async fn handle(
+    app: Arc<App>,
+    mut req: Request<Incoming>,
+) -> Result<Response<Body>, Infallible> {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
-    let resp = respond(dispatch(app, req)).await;
+    if method == Method::HEAD {
+        *req.method_mut() = Method::GET;
+    }
+    let mut resp = respond(dispatch(app, req)).await;
+    if method == Method::HEAD {
+        without_body(&mut resp);
+    }
     tracing::debug!(%method, %path, status = resp.status().as_u16(), "request");
     Ok(resp)
+}
+
+/// Drops the body of `resp`, its length kept in `Content-Length` as a GET would have sent it.
+fn without_body(resp: &mut Response<Body>) {
+    use hyper::body::Body as _;
+    let len = resp.body().size_hint().exact().unwrap_or(0);
+    resp.headers_mut()
+        .insert(hyper::header::CONTENT_LENGTH, HeaderValue::from(len));
+    *resp.body_mut() = Full::new(Bytes::new());
 }
 
 /// The one place every application response passes through: the handler's response, the JSON
@@ -577,7 +605,7 @@ mod tests {
         assert_eq!(
             route("DELETE", "/v1/jobs/abc").err(),
             Some(ApiError::MethodNotAllowed {
-                allow: "GET".into()
+                allow: "GET, HEAD".into()
             })
         );
         assert_eq!(

@@ -127,6 +127,19 @@ pub fn run(args: SubmitArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `GET {api}{path}` with the key from `key` or `CUECRAFT_API_KEY`, its JSON answer; an API error
+/// becomes an error carrying its `error` and `code`, a 429 is waited out. For `cuecraft check
+/// --job`, which reads a job's transcript.
+pub fn get_json(api: &str, key: Option<&str>, path: &str) -> anyhow::Result<Value> {
+    let key = match key {
+        Some(k) => k.to_string(),
+        None => std::env::var("CUECRAFT_API_KEY")
+            .map_err(|_| anyhow!("no API key: pass --key or set CUECRAFT_API_KEY"))?,
+    };
+    let api = Url::parse(api.trim_end_matches('/')).map_err(|e| anyhow!("--api {e}"))?;
+    Client { api, key }.call_json("GET", path, None)
+}
+
 /// What `POST /jobs` declares about the file.
 struct FileFacts {
     filename: String,
@@ -228,8 +241,8 @@ fn read_settings(text: &str) -> anyhow::Result<Value> {
         ),
         None => ("--settings".to_string(), text.to_string()),
     };
-    let value: Value =
-        serde_json::from_str(&raw).with_context(|| format!("{source} is not valid JSON"))?;
+    let value: Value = crate::json::value(raw.as_bytes())
+        .with_context(|| format!("{source} is not valid JSON"))?;
     if !value.is_object() {
         bail!("{source} must be a JSON object");
     }

@@ -205,6 +205,8 @@ pub struct Server {
     pub tmp: tempfile::TempDir,
     /// Extra `serve` arguments it was started with (kept for restarts).
     args: Vec<String>,
+    /// Extra environment of the process (kept for restarts).
+    env: Vec<(String, String)>,
 }
 
 /// A free loopback port.
@@ -257,6 +259,7 @@ impl Server {
             port: free_port(),
             tmp,
             args,
+            env: Vec::new(),
         };
         server.spawn();
         server
@@ -270,6 +273,24 @@ impl Server {
             port: free_port(),
             tmp: tempfile::tempdir().expect("temp dir"),
             args: extra.iter().map(|s| s.to_string()).collect(),
+            env: Vec::new(),
+        };
+        server.spawn();
+        server
+    }
+
+    /// Starts a server in `tmp` (which may hold the scripts the arguments name) with `args` and
+    /// extra environment `env` (a `PATH` with a failing tool first, to inject a fault).
+    pub fn start_in(tmp: tempfile::TempDir, args: &[String], env: &[(&str, String)]) -> Server {
+        let mut server = Server {
+            child: None,
+            port: free_port(),
+            tmp,
+            args: args.to_vec(),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
         };
         server.spawn();
         server
@@ -301,6 +322,7 @@ impl Server {
             .arg("--public-url")
             .arg(self.base())
             .args(&self.args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()

@@ -108,6 +108,25 @@ fn auto_cps(texts: Texts<'_>, n: usize) -> i64 {
     }
 }
 
+/// The reading pace (characters per second) `auto` picks for `words`, as [`layout`] picks it.
+pub(crate) fn auto_cps_of(words: &[Word]) -> i64 {
+    let n = words.len().min(u32::MAX as usize - 1);
+    let words = &words[..n];
+    let order: Option<Vec<u32>> = if words.windows(2).all(|w| w[0].start <= w[1].start) {
+        None
+    } else {
+        let mut o: Vec<u32> = (0..n as u32).collect();
+        o.sort_by_key(|&i| words[i as usize].start);
+        Some(o)
+    };
+    let texts = Texts {
+        words,
+        order: order.as_deref(),
+        arena: "",
+    };
+    auto_cps(texts, n)
+}
+
 /// Units per chunk: the layout works through the transcript in chunks of this many units (ending
 /// at a hard boundary or the cheapest break within the next `LOOKAHEAD` units), so its working set
 /// stays in cache and its time grows linearly however long the transcript is.

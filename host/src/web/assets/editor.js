@@ -1,0 +1,624 @@
+// The subtitle editor. The server owns the words: every operation is sent as an edit of the
+// transcript's current revision and the server answers the re-laid-out cues (or 409 when someone
+// else saved first). Undo, redo and restore save an earlier revision's words as a new revision.
+
+const root = document.getElementById("editor");
+const jobId = root.dataset.job;
+const csrf = document.querySelector('meta[name="csrf-token"]')?.content ?? "";
+const $ = (id) => document.getElementById(id);
+
+const state = {
+  data: null,
+  transcript: null, // id
+  revision: 0,
+  cue: 0, // selected cue position
+  word: null, // selected word index (in the stored words)
+  undo: [],
+  redo: [],
+  peaks: null,
+  peaksPerSecond: 50,
+  media: null,
+  busy: false,
+};
+
+const fmt = (ms) => {
+  const t = Math.max(0, Math.round(ms));
+  const h = Math.floor(t / 3600000);
+  const m = Math.floor(t / 60000) % 60;
+  const s = Math.floor(t / 1000) % 60;
+  const f = String(t % 1000).padStart(3, "0");
+  const mm = h > 0 ? `${h}:${String(m).padStart(2, "0")}` : `${m}`;
+  return `${mm}:${String(s).padStart(2, "0")}.${f}`;
+};
+
+function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") e.className = v;
+    else if (k === "text") e.textContent = v;
+    else if (k.startsWith("data-")) e.setAttribute(k, v);
+    else e[k] = v;
+  }
+  for (const c of children) e.append(c);
+  return e;
+}
+
+function problem(text) {
+  const p = $("problem");
+  p.textContent = text ?? "";
+  p.hidden = !text;
+}
+
+function saveState(text) {
+  $("save-state").textContent = text;
+}
+
+async function load() {
+  const q = state.transcript ? `?transcript=${state.transcript}` : "";
+  const resp = await fetch(`/editor/${jobId}/data${q}`, { headers: { Accept: "application/json" } });
+  if (!resp.ok) {
+    problem(`Could not load the project (${resp.status}).`);
+    return;
+  }
+  apply(await resp.json());
+  if (state.data.job.status !== "ready" && state.data.job.status !== "failed") {
+    setTimeout(load, 3000);
+  }
+}
+
+function apply(data) {
+  state.data = data;
+  $("job-status").textContent = data.job.status;
+  $("job-status").className = `status status-${data.job.status}`;
+  if (data.job.status === "failed") problem(`This job failed: ${data.job.error ?? "unknown error"}`);
+  if (data.transcript) {
+    state.transcript = data.transcript.id;
+    state.revision = data.transcript.revision;
+    saveState(`Saved · revision ${state.revision}`);
+  } else if (data.job.status !== "failed") {
+    saveState(`Waiting for the job (${data.job.status})…`);
+  }
+  renderTranscripts();
+  renderCues();
+  const qc = data.qc;
+  $("qc").textContent = qc ? `${qc.errors} errors · ${qc.warnings} warnings` : "";
+  renderDownloads();
+  setupMedia();
+  updateUndo();
+  loadHistory();
+}
+
+function renderTranscripts() {
+  const sel = $("transcript");
+  sel.replaceChildren();
+  for (const t of state.data.transcripts) {
+    const label = t.kind === "original" ? `Original (${t.language})` : `${t.label ?? t.kind} (${t.language})`;
+    const o = el("option", { value: t.id, text: label });
+    if (t.id === state.transcript) o.selected = true;
+    sel.append(o);
+  }
+  sel.hidden = state.data.transcripts.length < 2;
+}
+
+function renderDownloads() {
+  for (const a of document.querySelectorAll("a.download")) {
+    const t = state.transcript ? `&transcript=${state.transcript}` : "";
+    a.href = `/editor/${jobId}/download?format=${a.dataset.format}${t}`;
+  }
+}
+
+function cueText(cue) {
+  return cue.words.map((w) => w.text).join(" ");
+}
+
+function renderCues() {
+  const list = $("cues");
+  const cues = state.data.cues;
+  list.replaceChildren();
+  cues.forEach((cue, k) => list.append(renderCue(cue, k)));
+  if (state.cue >= cues.length) state.cue = Math.max(0, cues.length - 1);
+  markSelection();
+}
+
+function renderCue(cue, k) {
+  const li = el("li", { class: "cue", tabIndex: 0, "data-k": String(k) });
+  li.setAttribute("aria-label", `Cue ${cue.index}, ${fmt(cue.start)} to ${fmt(cue.end)}`);
+  const text = el("div", { class: "text" });
+  // The lines as laid out; each word of the cue a clickable span in the line it ends up on. When
+  // the layout showed a word in pieces (a word longer than a line), the words are shown instead.
+  const tokens = cue.lines.reduce((n, l) => n + l.split(" ").length, 0);
+  const lines = tokens === cue.words.length ? cue.lines : [cue.words.map((w) => w.text).join(" ")];
+  let wi = 0;
+  for (const line of lines) {
+    const lineEl = el("span", { class: "line" });
+    const parts = line.split(" ");
+    parts.forEach((part, n) => {
+      const w = cue.words[Math.min(wi, cue.words.length - 1)];
+      const span = el("span", { class: "w", text: part });
+      if (w) {
+        span.dataset.i = String(w.i);
+        span.dataset.start = String(w.start);
+        span.dataset.end = String(w.end);
+      }
+      lineEl.append(span);
+      if (n < parts.length - 1) lineEl.append(" ");
+      wi++;
+    });
+    text.append(lineEl);
+  }
+  li.append(
+    el("span", { class: "idx", text: String(cue.index) }),
+    el("span", { class: "times", text: `${fmt(cue.start)}\n${fmt(cue.end)}` }),
+    text,
+  );
+  text.prepend(el("span", { class: "speaker", text: `Speaker ${cue.speaker} · ` }));
+  if (cue.warnings.length > 0) {
+    const box = el("div", { class: "warnings" });
+    for (const w of cue.warnings) {
+      const sig = el("span", { class: `warning level-${w.level}`, text: w.label, title: w.message, "data-rule": w.rule });
+      sig.setAttribute("role", "note");
+      sig.setAttribute("aria-label", `${w.label}: ${w.message}`);
+      box.append(sig);
+    }
+    li.append(box);
+  }
+  return li;
+}
+
+function markSelection() {
+  for (const li of document.querySelectorAll("li.cue")) {
+    li.classList.toggle("selected", Number(li.dataset.k) === state.cue);
+  }
+  for (const w of document.querySelectorAll(".w.sel")) w.classList.remove("sel");
+  if (state.word !== null) {
+    document.querySelector(`.w[data-i="${state.word}"]`)?.classList.add("sel");
+  }
+  const cue = state.data?.cues[state.cue];
+  if (cue) $("speaker").value = String(cue.speaker);
+}
+
+function selectCue(k, focus = true) {
+  const cues = state.data.cues;
+  if (cues.length === 0) return;
+  state.cue = Math.max(0, Math.min(cues.length - 1, k));
+  const cue = cues[state.cue];
+  if (state.word === null || state.word < cue.from || state.word >= cue.to) state.word = cue.from;
+  markSelection();
+  const li = document.querySelector(`li.cue[data-k="${state.cue}"]`);
+  if (focus && li) {
+    li.focus();
+    li.scrollIntoView({ block: "nearest" });
+  }
+}
+
+function seek(ms) {
+  if (state.media) state.media.currentTime = ms / 1000;
+  showTime(ms);
+}
+
+// ----- edits --------------------------------------------------------------------------------
+
+async function post(path, body) {
+  if (state.busy) return null;
+  state.busy = true;
+  saveState("Saving…");
+  try {
+    const resp = await fetch(`/editor/${jobId}/${path}`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRF-Token": csrf },
+      body: JSON.stringify({ transcript: state.transcript, revision: state.revision, ...body }),
+    });
+    const json = await resp.json().catch(() => ({}));
+    if (resp.status === 409) {
+      $("conflict-rev").textContent = String(json.revision ?? "?");
+      $("conflict").hidden = false;
+      saveState("Not saved: conflict");
+      return null;
+    }
+    if (!resp.ok) {
+      problem(json.error ?? `The change was refused (${resp.status}).`);
+      saveState(`Saved · revision ${state.revision}`);
+      return null;
+    }
+    problem(null);
+    return json;
+  } catch (e) {
+    problem("The server could not be reached; the change was not saved.");
+    return null;
+  } finally {
+    state.busy = false;
+  }
+}
+
+async function edit(op) {
+  const before = state.revision;
+  const data = await post("edit", op);
+  if (!data) return false;
+  state.undo.push(before);
+  state.redo = [];
+  keepSelection(() => apply(data));
+  return true;
+}
+
+async function restoreTo(revision, note) {
+  const current = state.revision;
+  const data = await post("restore", { restore: revision, note });
+  if (!data) return false;
+  if (note === "undo") state.redo.push(current);
+  else if (note === "redo") state.undo.push(current);
+  else {
+    state.undo.push(current);
+    state.redo = [];
+  }
+  keepSelection(() => apply(data));
+  return true;
+}
+
+function keepSelection(f) {
+  const { cue, word } = state;
+  f();
+  state.cue = Math.min(cue, Math.max(0, state.data.cues.length - 1));
+  state.word = word;
+  selectCue(state.cue, document.activeElement?.closest?.("li.cue") != null || document.activeElement === document.body);
+}
+
+function updateUndo() {
+  $("undo").disabled = state.undo.length === 0;
+  $("redo").disabled = state.redo.length === 0;
+}
+
+function currentCue() {
+  return state.data?.cues[state.cue];
+}
+
+function startEditing(k) {
+  const cue = state.data.cues[k];
+  const li = document.querySelector(`li.cue[data-k="${k}"]`);
+  if (!cue || !li || li.querySelector("textarea")) return;
+  const area = el("textarea", { spellcheck: true, value: cueText(cue) });
+  area.setAttribute("aria-label", `Text of cue ${cue.index}`);
+  li.querySelector(".text").hidden = true;
+  li.append(area);
+  area.focus();
+  area.addEventListener("keydown", async (e) => {
+    if (e.key === "Enter" && !e.shiftKey) {
+      e.preventDefault();
+      if (area.value.trim() === cueText(cue)) return cancel();
+      const ok = await edit({ op: "text", from: cue.from, to: cue.to, text: area.value });
+      if (!ok) area.focus();
+      else selectCue(k);
+    } else if (e.key === "Escape") {
+      e.preventDefault();
+      cancel();
+    }
+    e.stopPropagation();
+  });
+  function cancel() {
+    area.remove();
+    li.querySelector(".text").hidden = false;
+    li.focus();
+  }
+}
+
+const ops = {
+  split() {
+    const cue = currentCue();
+    if (!cue) return;
+    const at = state.word ?? cue.from;
+    if (at <= cue.from) return problem("Select a word after the first of the cue to split before it.");
+    edit({ op: "split", at });
+  },
+  merge() {
+    const next = state.data.cues[state.cue + 1];
+    if (!next) return;
+    edit({ op: "merge", at: next.from });
+  },
+  linebreak() {
+    const cue = currentCue();
+    if (!cue) return;
+    const at = state.word ?? cue.from;
+    if (at <= cue.from) return problem("Select a word after the first of the cue to break the line before it.");
+    edit({ op: "linebreak", at });
+  },
+  nudge(edge, frames) {
+    const cue = currentCue();
+    if (cue) edit({ op: "nudge", from: cue.from, to: cue.to, edge, frames });
+  },
+  speaker(everywhere) {
+    const cue = currentCue();
+    const speaker = Number($("speaker").value);
+    if (cue) edit({ op: "speaker", from: cue.from, to: cue.to, speaker, everywhere });
+  },
+  undo() {
+    const rev = state.undo.pop();
+    if (rev !== undefined) restoreTo(rev, "undo").then((ok) => ok || state.undo.push(rev));
+  },
+  redo() {
+    const rev = state.redo.pop();
+    if (rev !== undefined) restoreTo(rev, "redo").then((ok) => ok || state.redo.push(rev));
+  },
+};
+
+async function loadHistory() {
+  if (!state.transcript) return;
+  const resp = await fetch(`/editor/${jobId}/revisions?transcript=${state.transcript}`, {
+    headers: { Accept: "application/json" },
+  });
+  if (!resp.ok) return;
+  const { revisions } = await resp.json();
+  const list = $("history");
+  list.replaceChildren();
+  for (const r of revisions) {
+    const item = el("li", { "data-revision": String(r.revision) });
+    item.append(`${r.revision}: ${r.note}${r.by ? ` — ${r.by}` : ""} `);
+    item.append(el("br"), el("small", { text: r.at.replace("T", " ").slice(0, 19) }), " ");
+    if (r.revision !== state.revision) {
+      const b = el("button", { type: "button", text: "Restore" });
+      b.addEventListener("click", () => restoreTo(r.revision, "restore"));
+      item.append(b);
+    }
+    list.append(item);
+  }
+}
+
+// ----- playback and waveform ------------------------------------------------------------------
+
+function setupMedia() {
+  const m = state.data.media;
+  if (state.media || !m) return;
+  const media = m.kind === "video" ? el("video", { preload: "auto" }) : el("audio", { preload: "auto" });
+  media.src = m.url;
+  if (m.kind === "audio") media.hidden = true;
+  $("picture").append(media);
+  state.media = media;
+  media.addEventListener("play", () => {
+    $("play").textContent = "Pause";
+    tick();
+  });
+  media.addEventListener("pause", () => ($("play").textContent = "Play"));
+  media.addEventListener("timeupdate", () => showTime(media.currentTime * 1000));
+  media.addEventListener("loadedmetadata", drawWave);
+  loadPeaks();
+}
+
+async function loadPeaks() {
+  const p = state.data.peaks;
+  if (!p) return;
+  const resp = await fetch(p.url);
+  if (!resp.ok) return;
+  state.peaks = new Uint8Array(await resp.arrayBuffer());
+  state.peaksPerSecond = p.perSecond;
+  drawWave();
+}
+
+function durationMs() {
+  const d = state.media?.duration;
+  if (d && Number.isFinite(d)) return d * 1000;
+  if (state.peaks) return (state.peaks.length / state.peaksPerSecond) * 1000;
+  return state.data.job.durationSeconds * 1000;
+}
+
+function drawWave() {
+  const canvas = $("wave");
+  const w = (canvas.width = canvas.clientWidth || 800);
+  const h = canvas.height;
+  const g = canvas.getContext("2d");
+  g.clearRect(0, 0, w, h);
+  const total = durationMs();
+  if (!total) return;
+  // Cue regions.
+  g.fillStyle = "rgba(36, 88, 214, 0.10)";
+  for (const cue of state.data.cues) {
+    g.fillRect((cue.start / total) * w, 0, Math.max(1, ((cue.end - cue.start) / total) * w), h);
+  }
+  if (state.peaks) {
+    const peaks = state.peaks;
+    g.fillStyle = "#4b5b7a";
+    for (let x = 0; x < w; x++) {
+      const a = Math.floor((x / w) * peaks.length);
+      const b = Math.max(a + 1, Math.floor(((x + 1) / w) * peaks.length));
+      let max = 0;
+      for (let i = a; i < b && i < peaks.length; i++) if (peaks[i] > max) max = peaks[i];
+      const bar = (max / 255) * (h - 4);
+      g.fillRect(x, (h - bar) / 2, 1, Math.max(1, bar));
+    }
+  }
+  const t = (state.media?.currentTime ?? 0) * 1000;
+  g.fillStyle = "#b91c1c";
+  g.fillRect((t / total) * w, 0, 2, h);
+}
+
+let lastCurrent = -1;
+let lastWord = null;
+
+function showTime(ms) {
+  $("clock").textContent = fmt(ms);
+  const cues = state.data?.cues ?? [];
+  // The last cue starting at or before ms (binary search), current while ms is before its end.
+  let lo = 0;
+  let hi = cues.length - 1;
+  let found = -1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (cues[mid].start <= ms) {
+      found = mid;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  const current = found >= 0 && ms < cues[found].end ? found : -1;
+  if (current !== lastCurrent) {
+    document.querySelector("li.cue.current")?.classList.remove("current");
+    if (current >= 0) {
+      const li = document.querySelector(`li.cue[data-k="${current}"]`);
+      li?.classList.add("current");
+      if (state.media && !state.media.paused) li?.scrollIntoView({ block: "nearest" });
+    }
+    lastCurrent = current;
+  }
+  let word = null;
+  if (found >= 0) {
+    for (const w of cues[found].words) if (w.start <= ms && ms < Math.max(w.end, w.start + 1)) word = w.i;
+  }
+  if (word !== lastWord) {
+    document.querySelector(".w.now")?.classList.remove("now");
+    if (word !== null) document.querySelector(`.w[data-i="${word}"]`)?.classList.add("now");
+    lastWord = word;
+  }
+  drawWave();
+}
+
+function tick() {
+  if (!state.media || state.media.paused) return;
+  showTime(state.media.currentTime * 1000);
+  requestAnimationFrame(tick);
+}
+
+function togglePlay() {
+  if (!state.media) return;
+  if (state.media.paused) state.media.play();
+  else state.media.pause();
+}
+
+// ----- events ---------------------------------------------------------------------------------
+
+$("cues").addEventListener("click", (e) => {
+  const li = e.target.closest("li.cue");
+  if (!li || e.target.closest("textarea")) return;
+  const k = Number(li.dataset.k);
+  const w = e.target.closest(".w");
+  if (w?.dataset.i) {
+    state.word = Number(w.dataset.i);
+    seek(Number(w.dataset.start));
+  } else {
+    state.word = null;
+    seek(state.data.cues[k].start);
+  }
+  selectCue(k);
+});
+$("cues").addEventListener("dblclick", (e) => {
+  const li = e.target.closest("li.cue");
+  if (li) startEditing(Number(li.dataset.k));
+});
+$("cues").addEventListener("focusin", (e) => {
+  const li = e.target.closest("li.cue");
+  if (li && Number(li.dataset.k) !== state.cue) {
+    state.cue = Number(li.dataset.k);
+    state.word = null;
+    const cue = currentCue();
+    if (cue) state.word = cue.from;
+    markSelection();
+  }
+});
+$("wave").addEventListener("click", (e) => {
+  const r = e.currentTarget.getBoundingClientRect();
+  seek(((e.clientX - r.left) / r.width) * durationMs());
+});
+$("play").addEventListener("click", togglePlay);
+$("undo").addEventListener("click", ops.undo);
+$("redo").addEventListener("click", ops.redo);
+$("split").addEventListener("click", ops.split);
+$("merge").addEventListener("click", ops.merge);
+$("linebreak").addEventListener("click", ops.linebreak);
+$("start-minus").addEventListener("click", () => ops.nudge("start", -1));
+$("start-plus").addEventListener("click", () => ops.nudge("start", 1));
+$("end-minus").addEventListener("click", () => ops.nudge("end", -1));
+$("end-plus").addEventListener("click", () => ops.nudge("end", 1));
+$("speaker-cue").addEventListener("click", () => ops.speaker(false));
+$("speaker-all").addEventListener("click", () => ops.speaker(true));
+$("find-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const find = $("find").value;
+  if (find) edit({ op: "replace", find, replace: $("replace").value });
+});
+$("transcript").addEventListener("change", (e) => {
+  state.transcript = e.target.value;
+  state.undo = [];
+  state.redo = [];
+  state.cue = 0;
+  state.word = null;
+  load();
+});
+$("conflict-reload").addEventListener("click", () => {
+  $("conflict").hidden = true;
+  state.undo = [];
+  state.redo = [];
+  load();
+});
+$("help-open").addEventListener("click", () => $("help").showModal());
+$("help-close").addEventListener("click", () => $("help").close());
+window.addEventListener("resize", drawWave);
+
+document.addEventListener("keydown", (e) => {
+  const typing = e.target.closest?.("input, textarea, select");
+  const key = e.key;
+  if ((e.ctrlKey && key === " ") || (e.altKey && key.toLowerCase() === "p")) {
+    e.preventDefault();
+    return togglePlay();
+  }
+  if (e.ctrlKey && key.toLowerCase() === "z" && !typing) {
+    e.preventDefault();
+    return e.shiftKey ? ops.redo() : ops.undo();
+  }
+  if (e.ctrlKey && key.toLowerCase() === "y" && !typing) {
+    e.preventDefault();
+    return ops.redo();
+  }
+  if (e.altKey) {
+    const k = key.toLowerCase();
+    const actions = {
+      arrowdown: () => selectCue(state.cue + 1),
+      arrowup: () => selectCue(state.cue - 1),
+      s: ops.split,
+      m: ops.merge,
+      l: ops.linebreak,
+      "[": () => ops.nudge("start", -1),
+      "]": () => ops.nudge("start", 1),
+      "{": () => ops.nudge("end", -1),
+      "}": () => ops.nudge("end", 1),
+    };
+    if (actions[k]) {
+      e.preventDefault();
+      return actions[k]();
+    }
+  }
+  if (typing || e.ctrlKey || e.altKey || e.metaKey) return;
+  const cue = currentCue();
+  switch (key) {
+    case "?":
+      e.preventDefault();
+      return $("help").open ? $("help").close() : $("help").showModal();
+    case "j":
+    case "ArrowDown":
+      if (!e.target.closest?.("li.cue") && key === "ArrowDown") return;
+      e.preventDefault();
+      selectCue(state.cue + 1);
+      if (currentCue()) seek(currentCue().start);
+      return;
+    case "k":
+    case "ArrowUp":
+      if (!e.target.closest?.("li.cue") && key === "ArrowUp") return;
+      e.preventDefault();
+      selectCue(state.cue - 1);
+      if (currentCue()) seek(currentCue().start);
+      return;
+    case "ArrowRight":
+    case "ArrowLeft":
+      if (!cue || !e.target.closest?.("li.cue")) return;
+      e.preventDefault();
+      state.word = Math.max(cue.from, Math.min(cue.to - 1, (state.word ?? cue.from) + (key === "ArrowRight" ? 1 : -1)));
+      markSelection();
+      seek(cue.words[state.word - cue.from].start);
+      return;
+    case "Enter":
+      if (!e.target.closest?.("li.cue")) return;
+      e.preventDefault();
+      return startEditing(state.cue);
+    case " ":
+      if (e.target.closest?.("button, a")) return;
+      e.preventDefault();
+      return togglePlay();
+    default:
+  }
+});
+
+load();

@@ -1,0 +1,829 @@
+//! The editor (`/editor/{jobId}`, the API's `editorUrl`): the page shell, its data (cues laid out
+//! by the same `engine::layout` as the API's downloads, with the index range of the stored words
+//! each cue shows), the media proxy (HTTP Range) and waveform peaks, the edit operations and the
+//! revision history, and downloads that answer exactly the API's bytes.
+//!
+//! Every edit names the transcript's revision it was made on; the server applies it to the stored
+//! words and saves with compare-and-swap, so a second tab or a colleague gets a conflict rather
+//! than overwriting silently. Undo, redo and restore are saves of an earlier revision's words
+//! (the history is append-only).
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use cuecraft_engine::qc::{check, QcStyle, Rule};
+use cuecraft_engine::{layout, Break, Millis, Word};
+use hyper::header::{HeaderValue, ACCEPT_RANGES, CONTENT_RANGE};
+use hyper::Response;
+use serde_json::{json, Value};
+
+use crate::jobs::JobRow;
+use crate::results::{job_frame_rate, job_settings, subtitle_format, subtitle_response};
+use crate::server::{App, Body};
+use crate::store::{Member, Saved, StoredWords};
+use crate::util::{is_id, now_ms, rfc3339};
+use crate::words::{decode, encode};
+
+use super::{
+    check_csrf, db, esc, field, html, json_ok, page as html_page, require_session, respond_bytes,
+    WebError, WebRequest,
+};
+
+/// The largest piece of media one range response carries; the browser asks for the rest.
+const MAX_RANGE: u64 = 8 << 20;
+
+fn check_id(id: &str) -> Result<(), WebError> {
+    if is_id(id) {
+        Ok(())
+    } else {
+        Err(WebError::NotFound)
+    }
+}
+
+/// The job when the member may see it (404 otherwise, another organisation's included).
+fn visible(c: &rusqlite::Connection, viewer: &Member, id: &str) -> Result<JobRow, WebError> {
+    crate::store::visible_job(c, viewer, id)?.ok_or(WebError::NotFound)
+}
+
+/// GET /editor/{id}: the page shell; `editor.js` loads the rest.
+pub async fn page(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response<Body>, WebError> {
+    check_id(id)?;
+    let session = require_session(app, req).await?;
+    let viewer = session.member.clone();
+    let jid = id.to_string();
+    let job = db(app, move |c| visible(c, &viewer, &jid)).await?;
+    let formats = [
+        ("srt", "SRT"),
+        ("vtt", "WebVTT"),
+        ("ttml", "TTML"),
+        ("ass", "ASS"),
+        ("ebu-stl", "EBU-STL"),
+    ];
+    let downloads: String = formats
+        .iter()
+        .map(|(f, label)| {
+            format!("<a class=\"button download\" data-format=\"{f}\" href=\"/editor/{id}/download?format={f}\">{label}</a>")
+        })
+        .collect();
+    let body = format!(
+        "<section class=\"editor\" id=\"editor\" data-job=\"{id}\">\
+         <div class=\"bar\"><h1 id=\"job-name\">{name}</h1>\
+         <span class=\"status status-{status}\" id=\"job-status\">{status}</span>\
+         <span id=\"save-state\" role=\"status\" aria-live=\"polite\"></span>\
+         <span id=\"qc\" class=\"qc\" title=\"Checked against the job's settings\"></span>\
+         <select id=\"transcript\" aria-label=\"Transcript\"></select>\
+         <button type=\"button\" id=\"help-open\" aria-haspopup=\"dialog\">Shortcuts (?)</button></div>\
+         <div id=\"conflict\" class=\"banner\" role=\"alert\" hidden>Someone else changed this \
+         transcript (now revision <span id=\"conflict-rev\"></span>). Your last change was not saved. \
+         <button type=\"button\" id=\"conflict-reload\">Load their version</button></div>\
+         <div id=\"problem\" class=\"banner\" role=\"alert\" hidden></div>\
+         <div class=\"player\"><div id=\"picture\"></div>\
+         <canvas id=\"wave\" height=\"96\" aria-label=\"Waveform: click to seek\"></canvas>\
+         <div class=\"transport\"><button type=\"button\" id=\"play\">Play</button>\
+         <span id=\"clock\">0:00.000</span></div></div>\
+         <div class=\"tools\">\
+         <button type=\"button\" id=\"undo\" disabled>Undo</button>\
+         <button type=\"button\" id=\"redo\" disabled>Redo</button>\
+         <button type=\"button\" id=\"split\">Split at word</button>\
+         <button type=\"button\" id=\"merge\">Merge with next</button>\
+         <button type=\"button\" id=\"linebreak\">Line break before word</button>\
+         <span class=\"group\">Start <button type=\"button\" id=\"start-minus\">−1f</button>\
+         <button type=\"button\" id=\"start-plus\">+1f</button></span>\
+         <span class=\"group\">End <button type=\"button\" id=\"end-minus\">−1f</button>\
+         <button type=\"button\" id=\"end-plus\">+1f</button></span>\
+         <span class=\"group\"><label>Speaker <input type=\"number\" id=\"speaker\" min=\"0\" max=\"99\" value=\"0\"></label>\
+         <button type=\"button\" id=\"speaker-cue\">Set for cue</button>\
+         <button type=\"button\" id=\"speaker-all\">Set everywhere</button></span>\
+         <form id=\"find-form\" class=\"group\"><input id=\"find\" placeholder=\"Find\" aria-label=\"Find\">\
+         <input id=\"replace\" placeholder=\"Replace with\" aria-label=\"Replace with\">\
+         <button type=\"submit\">Replace all</button></form></div>\
+         <div class=\"columns\"><ol id=\"cues\" class=\"cues\" aria-label=\"Cues\"></ol>\
+         <aside><h2>Download</h2><div class=\"downloads\">{downloads}</div>\
+         <h2>History</h2><ol id=\"history\" class=\"history\"></ol></aside></div>\
+         <dialog id=\"help\" aria-label=\"Keyboard shortcuts\"><h2>Keyboard shortcuts</h2><dl>\
+         <dt>Ctrl+Space or Alt+P</dt><dd>Play / pause</dd>\
+         <dt>Alt+↓ / Alt+↑ (or J / K outside a text box)</dt><dd>Next / previous cue</dd>\
+         <dt>Enter on a cue</dt><dd>Edit its text (Enter saves, Escape cancels)</dd>\
+         <dt>← / → on a cue</dt><dd>Previous / next word (seeks to it)</dd>\
+         <dt>Alt+S</dt><dd>Split the cue before the selected word</dd>\
+         <dt>Alt+M</dt><dd>Merge the cue with the next</dd>\
+         <dt>Alt+L</dt><dd>Line break before the selected word</dd>\
+         <dt>Alt+[ / Alt+]</dt><dd>Cue start one frame earlier / later</dd>\
+         <dt>Alt+{{ / Alt+}}</dt><dd>Cue end one frame earlier / later</dd>\
+         <dt>Ctrl+Z / Ctrl+Shift+Z</dt><dd>Undo / redo</dd>\
+         <dt>?</dt><dd>This sheet</dd></dl>\
+         <button type=\"button\" id=\"help-close\">Close</button></dialog></section>",
+        id = esc(id),
+        name = esc(&job.name),
+        status = esc(&job.status),
+    );
+    Ok(html(
+        200,
+        html_page(&job.name, Some(&session), &body, &["editor.js"]),
+    ))
+}
+
+/// Which transcript a request names (`transcript` parameter), the original by default.
+fn transcript_param(pairs: &[(String, String)]) -> Result<Option<String>, WebError> {
+    match field(pairs, "transcript").filter(|t| !t.is_empty()) {
+        None => Ok(None),
+        Some(t) if is_id(t) => Ok(Some(t.to_string())),
+        Some(_) => Err(WebError::NotFound),
+    }
+}
+
+/// Everything the editor shows for one transcript of a job, as JSON.
+fn editor_json(
+    app: &App,
+    c: &rusqlite::Connection,
+    job: &JobRow,
+    transcript: Option<&str>,
+) -> Result<Value, WebError> {
+    let (video, audio, peaks) = crate::pipeline::editor_media_paths(&app.config.data_dir, &job.id);
+    let media = if video.is_file() {
+        json!({"kind": "video", "url": format!("/editor/{}/media", job.id)})
+    } else if audio.is_file() {
+        json!({"kind": "audio", "url": format!("/editor/{}/media", job.id)})
+    } else {
+        Value::Null
+    };
+    let fr = job_frame_rate(job);
+    let mut out = json!({
+        "job": {
+            "id": job.id,
+            "name": job.name,
+            "status": job.status,
+            "error": job.error,
+            "updatedAt": rfc3339(job.updated_at),
+            "durationSeconds": job.measured_seconds.unwrap_or(job.declared_seconds),
+            "frameRate": {"num": fr.num, "den": fr.den},
+        },
+        "media": media,
+        "peaks": if peaks.is_file() {
+            json!({"url": format!("/editor/{}/peaks", job.id), "perSecond": crate::media::PEAKS_PER_SECOND})
+        } else { Value::Null },
+        "transcripts": [],
+        "cues": [],
+    });
+    if job.status != "ready" {
+        return Ok(out);
+    }
+    let list = crate::store::ready_transcripts(c, &job.id)?;
+    out["transcripts"] = Value::Array(
+        list.iter()
+            .map(|t| json!({"id": t.id, "kind": t.kind, "language": t.language, "label": t.label}))
+            .collect(),
+    );
+    let Some(stored) = crate::store::transcript_words(c, &job.id, transcript)? else {
+        return Err(WebError::NotFound);
+    };
+    let words = decode(&stored.words)
+        .ok_or_else(|| WebError::Internal(format!("words of {}", stored.transcript_id)))?;
+    let settings = job_settings(job).map_err(|e| WebError::Internal(e.message()))?;
+    let cues = layout(&words, &settings, fr);
+    // Live warnings: the engine's QC rules against what the job's settings promise, one labelled
+    // signal per rule and cue (the same check `cuecraft check` runs).
+    let style = QcStyle::from_settings(&settings, &words);
+    let report = check(&cues, &style, fr);
+    let mut warnings: Vec<Vec<Value>> = vec![Vec::new(); cues.len()];
+    for f in &report.findings {
+        if let Some(list) = warnings.get_mut(f.cue) {
+            if list.iter().any(|w| w["rule"] == f.rule.id()) {
+                continue;
+            }
+            list.push(json!({
+                "rule": f.rule.id(),
+                "level": f.level.as_str(),
+                "label": rule_label(f.rule, &style),
+                "message": f.message,
+            }));
+        }
+    }
+    let mut from = 0usize;
+    let mut list_json = Vec::with_capacity(cues.len());
+    for cue in &cues {
+        let to = (from + cue.words.len()).min(words.len());
+        let ws: Vec<Value> = (from..to)
+            .map(|i| {
+                let w = &words[i];
+                json!({
+                    "i": i,
+                    "text": &*w.text,
+                    "start": w.start.0,
+                    "end": w.end.0,
+                    "br": match w.break_after { Some(Break::Line) => "line", Some(Break::Cue) => "cue", None => "" },
+                })
+            })
+            .collect();
+        list_json.push(json!({
+            "index": cue.index,
+            "start": cue.start.0,
+            "end": cue.end.0,
+            "speaker": cue.speaker,
+            "lines": cue.lines,
+            "from": from,
+            "to": to,
+            "words": ws,
+            "warnings": warnings.get(list_json.len()).cloned().unwrap_or_default(),
+        }));
+        from = to;
+    }
+    let kind = list
+        .iter()
+        .find(|t| t.id == stored.transcript_id)
+        .map(|t| t.kind.clone())
+        .unwrap_or_default();
+    out["transcript"] = json!({
+        "id": stored.transcript_id,
+        "revision": stored.revision,
+        "kind": kind,
+        "wordCount": words.len(),
+    });
+    out["cues"] = Value::Array(list_json);
+    out["qc"] = json!({
+        "errors": report.summary.errors,
+        "warnings": report.summary.warnings,
+    });
+    out["settings"] = json!({"maxCharsPerLine": settings.max_chars_per_line, "maxLinesPerSubtitle": settings.max_lines_per_subtitle});
+    Ok(out)
+}
+
+/// The short label a rule's signal carries in the editor.
+pub fn rule_label(rule: Rule, style: &QcStyle) -> String {
+    match rule {
+        Rule::ReadingPace => match style.max_cps {
+            Some(cps) => format!("Reading pace over {cps} CPS"),
+            None => "Reading pace".into(),
+        },
+        Rule::LineLength => format!("Line over {} characters", style.max_chars_per_line),
+        Rule::LineCount => format!("More than {} lines", style.max_lines),
+        Rule::DurationShort => "Too short".into(),
+        Rule::DurationLong => "Too long".into(),
+        Rule::Gap => format!("Gap under {} frames", style.min_gap_frames),
+        Rule::Chaining => "Gap not chained".into(),
+        Rule::WeakLineEnd => "Weak line end".into(),
+        Rule::OneWordLine => "One-word line".into(),
+        Rule::NeedlessLines => "Fits on fewer lines".into(),
+        Rule::SentenceInside => "Sentence ends inside".into(),
+        Rule::SilenceBridged => "Held over a silence".into(),
+    }
+}
+
+/// GET /editor/{id}/data?transcript=T.
+pub async fn data(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response<Body>, WebError> {
+    check_id(id)?;
+    let session = require_session(app, req).await?;
+    let transcript = transcript_param(&req.params())?;
+    let viewer = session.member.clone();
+    let jid = id.to_string();
+    let app2 = app.clone();
+    let value = db(app, move |c| {
+        let job = visible(c, &viewer, &jid)?;
+        editor_json(&app2, c, &job, transcript.as_deref())
+    })
+    .await?;
+    Ok(json_ok(&value))
+}
+
+/// A parsed `Range: bytes=...` header for a file of `len` bytes: (first, last) inclusive, or
+/// `Err(())` when it cannot be satisfied (416).
+pub fn parse_range(header: &str, len: u64) -> Option<Result<(u64, u64), ()>> {
+    let spec = header.trim().strip_prefix("bytes=")?;
+    if spec.contains(',') {
+        // Several ranges: answer the whole file instead (allowed by RFC 9110).
+        return None;
+    }
+    let (a, b) = spec.split_once('-')?;
+    let (a, b) = (a.trim(), b.trim());
+    let range = if a.is_empty() {
+        let n: u64 = b.parse().ok()?;
+        if n == 0 || len == 0 {
+            return Some(Err(()));
+        }
+        (len.saturating_sub(n), len - 1)
+    } else {
+        let first: u64 = a.parse().ok()?;
+        let last = if b.is_empty() {
+            len.saturating_sub(1)
+        } else {
+            b.parse::<u64>().ok()?.min(len.saturating_sub(1))
+        };
+        if first >= len || last < first {
+            return Some(Err(()));
+        }
+        (first, last)
+    };
+    Some(Ok(range))
+}
+
+/// GET /editor/{id}/media: the proxy, with HTTP Range.
+pub async fn media(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response<Body>, WebError> {
+    check_id(id)?;
+    let session = require_session(app, req).await?;
+    let viewer = session.member.clone();
+    let jid = id.to_string();
+    db(app, move |c| visible(c, &viewer, &jid).map(|_| ())).await?;
+    let (video, audio, _) = crate::pipeline::editor_media_paths(&app.config.data_dir, id);
+    let (path, ct) = if video.is_file() {
+        (video, "video/webm")
+    } else if audio.is_file() {
+        (audio, "audio/webm")
+    } else {
+        return Err(WebError::NotFound);
+    };
+    let range = req
+        .headers
+        .get(hyper::header::RANGE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let resp = tokio::task::spawn_blocking(move || -> Result<Response<Body>, WebError> {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut f = std::fs::File::open(&path)?;
+        let len = f.metadata()?.len();
+        let parsed = range.as_deref().and_then(|r| parse_range(r, len));
+        match parsed {
+            None => {
+                let mut all = Vec::new();
+                f.read_to_end(&mut all)?;
+                let mut resp = respond_bytes(200, ct, all);
+                resp.headers_mut()
+                    .insert(ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+                Ok(resp)
+            }
+            Some(Err(())) => {
+                let mut resp = respond_bytes(416, "text/plain; charset=utf-8", Bytes::new());
+                if let Ok(v) = HeaderValue::from_str(&format!("bytes */{len}")) {
+                    resp.headers_mut().insert(CONTENT_RANGE, v);
+                }
+                Ok(resp)
+            }
+            Some(Ok((first, last))) => {
+                let last = last.min(first + MAX_RANGE - 1);
+                let mut part = vec![0u8; (last - first + 1) as usize];
+                f.seek(SeekFrom::Start(first))?;
+                f.read_exact(&mut part)?;
+                let mut resp = respond_bytes(206, ct, part);
+                resp.headers_mut()
+                    .insert(ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+                if let Ok(v) = HeaderValue::from_str(&format!("bytes {first}-{last}/{len}")) {
+                    resp.headers_mut().insert(CONTENT_RANGE, v);
+                }
+                Ok(resp)
+            }
+        }
+    })
+    .await
+    .map_err(|e| WebError::Internal(e.to_string()))??;
+    Ok(resp)
+}
+
+/// GET /editor/{id}/peaks: the waveform's peaks, one byte per 1/50 s.
+pub async fn peaks(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response<Body>, WebError> {
+    check_id(id)?;
+    let session = require_session(app, req).await?;
+    let viewer = session.member.clone();
+    let jid = id.to_string();
+    db(app, move |c| visible(c, &viewer, &jid).map(|_| ())).await?;
+    let (_, _, path) = crate::pipeline::editor_media_paths(&app.config.data_dir, id);
+    let bytes = tokio::fs::read(&path)
+        .await
+        .map_err(|_| WebError::NotFound)?;
+    Ok(respond_bytes(200, "application/octet-stream", bytes))
+}
+
+/// GET /editor/{id}/download?format=F&transcript=T: the API's subtitles, byte for byte.
+pub async fn download(
+    app: &Arc<App>,
+    req: &WebRequest,
+    id: &str,
+) -> Result<Response<Body>, WebError> {
+    check_id(id)?;
+    let session = require_session(app, req).await?;
+    let params = req.params();
+    let format = subtitle_format(field(&params, "format").unwrap_or("srt"))
+        .ok_or_else(|| WebError::BadRequest("Unknown subtitle format.".into()))?;
+    let transcript = transcript_param(&params)?;
+    let viewer = session.member.clone();
+    let jid = id.to_string();
+    db(app, move |c| {
+        let job = visible(c, &viewer, &jid)?;
+        if job.status != "ready" {
+            return Err(WebError::BadRequest("The project is not ready yet.".into()));
+        }
+        let stored = crate::store::transcript_words(c, &jid, transcript.as_deref())?
+            .ok_or(WebError::NotFound)?;
+        let language = crate::store::ready_transcripts(c, &jid)?
+            .into_iter()
+            .find(|t| t.id == stored.transcript_id)
+            .map(|t| t.language)
+            .unwrap_or_else(|| job.language.clone());
+        let words =
+            decode(&stored.words).ok_or_else(|| WebError::Internal("stored words".into()))?;
+        subtitle_response(&job, &language, &words, format, Millis::ZERO)
+            .map_err(|e| WebError::Internal(e.message()))
+    })
+    .await
+}
+
+/// GET /editor/{id}/revisions?transcript=T: the history, newest first.
+pub async fn revision_list(
+    app: &Arc<App>,
+    req: &WebRequest,
+    id: &str,
+) -> Result<Response<Body>, WebError> {
+    check_id(id)?;
+    let session = require_session(app, req).await?;
+    let transcript = transcript_param(&req.params())?;
+    let viewer = session.member.clone();
+    let jid = id.to_string();
+    let list = db(app, move |c| {
+        visible(c, &viewer, &jid)?;
+        let stored = crate::store::transcript_words(c, &jid, transcript.as_deref())?
+            .ok_or(WebError::NotFound)?;
+        Ok(crate::store::revisions(c, &stored.transcript_id)?)
+    })
+    .await?;
+    let items: Vec<Value> = list
+        .into_iter()
+        .map(|r| {
+            json!({
+                "revision": r.revision,
+                "note": r.note,
+                "by": r.email,
+                "at": rfc3339(r.created_at),
+            })
+        })
+        .collect();
+    Ok(json_ok(&json!({ "revisions": items })))
+}
+
+/// The JSON body of an edit or restore.
+fn body_json(req: &WebRequest) -> Result<Value, WebError> {
+    serde_json::from_slice(&req.body)
+        .map_err(|_| WebError::BadRequest("The body is not JSON.".into()))
+}
+
+fn usize_field(v: &Value, name: &str) -> Result<usize, WebError> {
+    v.get(name)
+        .and_then(Value::as_u64)
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| WebError::BadRequest(format!("`{name}` must be a word index.")))
+}
+
+/// Applies one edit operation to `words`; the note for the history.
+pub fn apply_op(words: &mut Vec<Word>, op: &Value, frame: Millis) -> Result<String, WebError> {
+    let kind = op.get("op").and_then(Value::as_str).unwrap_or("");
+    let range = |words: &Vec<Word>| -> Result<(usize, usize), WebError> {
+        let from = usize_field(op, "from")?;
+        let to = usize_field(op, "to")?;
+        if from >= to || to > words.len() {
+            return Err(WebError::BadRequest(
+                "The cue's words are out of range.".into(),
+            ));
+        }
+        Ok((from, to))
+    };
+    match kind {
+        "text" => {
+            let (from, to) = range(words)?;
+            let text = op
+                .get("text")
+                .and_then(Value::as_str)
+                .ok_or_else(|| WebError::BadRequest("`text` must be a string.".into()))?;
+            if text.len() > 10_000 {
+                return Err(WebError::BadRequest(
+                    "The text is too long for one cue.".into(),
+                ));
+            }
+            let lo = if from > 0 {
+                words[from - 1].end
+            } else {
+                Millis::ZERO
+            };
+            let hi = words.get(to).map(|w| w.start).unwrap_or(words[to - 1].end);
+            let new = super::align_text(&words[from..to], text, lo, hi);
+            words.splice(from..to, new);
+            Ok("Edited text".into())
+        }
+        "split" | "linebreak" | "merge" => {
+            let at = usize_field(op, "at")?;
+            if at == 0 || at >= words.len() {
+                return Err(WebError::BadRequest(
+                    "There is no word boundary there.".into(),
+                ));
+            }
+            let w = &mut words[at - 1];
+            match kind {
+                "split" => {
+                    w.break_after = Some(Break::Cue);
+                    Ok("Split a cue".into())
+                }
+                "linebreak" => {
+                    w.break_after = if w.break_after == Some(Break::Line) {
+                        None
+                    } else {
+                        Some(Break::Line)
+                    };
+                    Ok("Line break".into())
+                }
+                _ => {
+                    if w.break_after != Some(Break::Cue) {
+                        return Err(WebError::BadRequest(
+                            "These cues are split by the layout's own limits (line length, lines, duration or a pause), not by an editor; only a manual split can be merged.".into(),
+                        ));
+                    }
+                    w.break_after = None;
+                    Ok("Merged cues".into())
+                }
+            }
+        }
+        "nudge" => {
+            let (from, to) = range(words)?;
+            let delta = match op.get("frames").and_then(Value::as_i64) {
+                Some(1) => frame.0,
+                Some(-1) => -frame.0,
+                _ => return Err(WebError::BadRequest("`frames` must be 1 or -1.".into())),
+            };
+            match op.get("edge").and_then(Value::as_str) {
+                Some("start") => {
+                    let floor = if from > 0 {
+                        words[from - 1].start
+                    } else {
+                        Millis::ZERO
+                    };
+                    let w = &mut words[from];
+                    let t = Millis((w.start.0 + delta).max(floor.0).max(0)).min(w.end);
+                    w.start = t;
+                    Ok("Moved a cue's start".into())
+                }
+                Some("end") => {
+                    let ceiling = words.get(to).map(|w| w.end);
+                    let w = &mut words[to - 1];
+                    let mut t = Millis(w.end.0 + delta).max(w.start);
+                    if let Some(c) = ceiling {
+                        t = t.min(c);
+                    }
+                    w.end = t;
+                    Ok("Moved a cue's end".into())
+                }
+                _ => Err(WebError::BadRequest("`edge` must be start or end.".into())),
+            }
+        }
+        "speaker" => {
+            let (from, to) = range(words)?;
+            let speaker = op
+                .get("speaker")
+                .and_then(Value::as_u64)
+                .and_then(|s| u32::try_from(s).ok())
+                .filter(|s| *s < 100)
+                .ok_or_else(|| WebError::BadRequest("`speaker` must be 0 to 99.".into()))?;
+            if op.get("everywhere").and_then(Value::as_bool) == Some(true) {
+                let old = words[from].speaker;
+                for w in words.iter_mut().filter(|w| w.speaker == old) {
+                    w.speaker = speaker;
+                }
+                Ok(format!("Speaker {old} is now {speaker} everywhere"))
+            } else {
+                for w in &mut words[from..to] {
+                    w.speaker = speaker;
+                }
+                Ok("Changed a cue's speaker".into())
+            }
+        }
+        "replace" => {
+            let find = op.get("find").and_then(Value::as_str).unwrap_or("");
+            let with = op.get("replace").and_then(Value::as_str).unwrap_or("");
+            if find.trim().is_empty() || find.split_whitespace().count() != 1 {
+                return Err(WebError::BadRequest(
+                    "Find one word or part of a word (no spaces).".into(),
+                ));
+            }
+            let mut n = 0;
+            let mut out = Vec::with_capacity(words.len());
+            for w in words.drain(..) {
+                if !w.text.contains(find) {
+                    out.push(w);
+                    continue;
+                }
+                n += 1;
+                let replaced = w.text.replace(find, with);
+                out.extend(super::align_text(
+                    std::slice::from_ref(&w),
+                    &replaced,
+                    w.start,
+                    w.end,
+                ));
+            }
+            *words = out;
+            if n == 0 {
+                return Err(WebError::BadRequest(format!("“{find}” was not found.")));
+            }
+            Ok(format!("Replaced “{find}” with “{with}” in {n} words"))
+        }
+        _ => Err(WebError::BadRequest("Unknown operation.".into())),
+    }
+}
+
+/// Saves `words` as the next revision when the transcript is still at `expected`.
+#[allow(clippy::too_many_arguments)]
+fn save(
+    app: &App,
+    c: &mut rusqlite::Connection,
+    job: &JobRow,
+    stored: &StoredWords,
+    expected: i64,
+    words: &[Word],
+    member: &Member,
+    note: &str,
+) -> Result<Value, WebError> {
+    let saved = crate::store::save_words(
+        c,
+        &job.id,
+        &stored.transcript_id,
+        expected,
+        &encode(words),
+        &member.id,
+        note,
+        now_ms(),
+    )?;
+    match saved {
+        Saved::Revision(_) => {
+            let job = crate::jobs::load_job(c, &job.id)?.ok_or(WebError::NotFound)?;
+            editor_json(app, c, &job, Some(&stored.transcript_id))
+        }
+        Saved::Conflict(rev) => Err(WebError::Conflict(rev)),
+    }
+}
+
+/// Loads what an edit needs: the job (visible, ready), the transcript's stored words, and checks
+/// the revision the edit was made on.
+fn load_for_edit(
+    c: &rusqlite::Connection,
+    viewer: &Member,
+    id: &str,
+    body: &Value,
+) -> Result<(JobRow, StoredWords, i64, Vec<Word>), WebError> {
+    let job = visible(c, viewer, id)?;
+    if job.status != "ready" {
+        return Err(WebError::BadRequest("The project is not ready yet.".into()));
+    }
+    let transcript = match body.get("transcript").and_then(Value::as_str) {
+        Some(t) if is_id(t) => Some(t.to_string()),
+        Some(_) => return Err(WebError::NotFound),
+        None => None,
+    };
+    let expected = body
+        .get("revision")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| WebError::BadRequest("`revision` is required.".into()))?;
+    let stored =
+        crate::store::transcript_words(c, id, transcript.as_deref())?.ok_or(WebError::NotFound)?;
+    if stored.revision != expected {
+        return Err(WebError::Conflict(stored.revision));
+    }
+    let words = decode(&stored.words).ok_or_else(|| WebError::Internal("stored words".into()))?;
+    Ok((job, stored, expected, words))
+}
+
+/// POST /editor/{id}/edit: `{transcript, revision, op, ...}`; answers the editor data.
+pub async fn edit(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response<Body>, WebError> {
+    check_id(id)?;
+    let session = require_session(app, req).await?;
+    check_csrf(req, &session)?;
+    let body = body_json(req)?;
+    let jid = id.to_string();
+    let app2 = app.clone();
+    let value = db(app, move |c| {
+        let member = session.member;
+        let (job, stored, expected, mut words) = load_for_edit(c, &member, &jid, &body)?;
+        let frame = job_frame_rate(&job).frames_duration(1);
+        let note = apply_op(&mut words, &body, frame)?;
+        save(&app2, c, &job, &stored, expected, &words, &member, &note)
+    })
+    .await?;
+    Ok(json_ok(&value))
+}
+
+/// POST /editor/{id}/restore: `{transcript, revision, restore, note?}` saves an earlier
+/// revision's words as a new revision (restore, undo and redo).
+pub async fn restore(
+    app: &Arc<App>,
+    req: &WebRequest,
+    id: &str,
+) -> Result<Response<Body>, WebError> {
+    check_id(id)?;
+    let session = require_session(app, req).await?;
+    check_csrf(req, &session)?;
+    let body = body_json(req)?;
+    let jid = id.to_string();
+    let app2 = app.clone();
+    let value = db(app, move |c| {
+        let member = session.member;
+        let (job, stored, expected, _) = load_for_edit(c, &member, &jid, &body)?;
+        let wanted = body
+            .get("restore")
+            .and_then(Value::as_i64)
+            .ok_or_else(|| WebError::BadRequest("`restore` must be a revision.".into()))?;
+        let old = crate::store::revision_words(c, &stored.transcript_id, wanted)?
+            .ok_or_else(|| WebError::BadRequest(format!("There is no revision {wanted}.")))?;
+        let words = decode(&old).ok_or_else(|| WebError::Internal("stored revision".into()))?;
+        let note = match body.get("note").and_then(Value::as_str) {
+            Some("undo") => format!("Undo (back to revision {wanted})"),
+            Some("redo") => format!("Redo (revision {wanted})"),
+            _ => format!("Restored revision {wanted}"),
+        };
+        save(&app2, c, &job, &stored, expected, &words, &member, &note)
+    })
+    .await?;
+    Ok(json_ok(&value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words() -> Vec<Word> {
+        vec![
+            Word::new("one", Millis(0), Millis(400), 0),
+            Word::new("two", Millis(500), Millis(900), 0),
+            Word::new("three", Millis(1000), Millis(1500), 1),
+        ]
+    }
+
+    #[test]
+    fn ranges_follow_rfc9110() {
+        assert_eq!(parse_range("bytes=0-", 10), Some(Ok((0, 9))));
+        assert_eq!(parse_range("bytes=2-4", 10), Some(Ok((2, 4))));
+        assert_eq!(parse_range("bytes=-3", 10), Some(Ok((7, 9))));
+        assert_eq!(parse_range("bytes=5-100", 10), Some(Ok((5, 9))));
+        assert_eq!(parse_range("bytes=10-", 10), Some(Err(())));
+        assert_eq!(parse_range("bytes=0-1,3-4", 10), None);
+        assert_eq!(parse_range("items=0-1", 10), None);
+    }
+
+    #[test]
+    fn splits_line_breaks_and_merges_are_manual_breaks_on_words() {
+        let mut w = words();
+        apply_op(&mut w, &json!({"op": "split", "at": 1}), Millis(40)).expect("split");
+        assert_eq!(w[0].break_after, Some(Break::Cue));
+        apply_op(&mut w, &json!({"op": "merge", "at": 1}), Millis(40)).expect("merge");
+        assert_eq!(w[0].break_after, None);
+        assert!(apply_op(&mut w, &json!({"op": "merge", "at": 2}), Millis(40)).is_err());
+        apply_op(&mut w, &json!({"op": "linebreak", "at": 2}), Millis(40)).expect("line");
+        assert_eq!(w[1].break_after, Some(Break::Line));
+        assert!(apply_op(&mut w, &json!({"op": "split", "at": 3}), Millis(40)).is_err());
+    }
+
+    #[test]
+    fn nudges_move_a_frame_and_speakers_change_per_cue_or_everywhere() {
+        let mut w = words();
+        apply_op(
+            &mut w,
+            &json!({"op": "nudge", "from": 1, "to": 2, "edge": "start", "frames": 1}),
+            Millis(40),
+        )
+        .expect("nudge");
+        assert_eq!(w[1].start, Millis(540));
+        apply_op(
+            &mut w,
+            &json!({"op": "nudge", "from": 0, "to": 2, "edge": "end", "frames": -1}),
+            Millis(40),
+        )
+        .expect("nudge");
+        assert_eq!(w[1].end, Millis(860));
+        apply_op(
+            &mut w,
+            &json!({"op": "speaker", "from": 2, "to": 3, "speaker": 4, "everywhere": true}),
+            Millis(40),
+        )
+        .expect("speaker");
+        assert_eq!(w.iter().map(|w| w.speaker).collect::<Vec<_>>(), [0, 0, 4]);
+        apply_op(
+            &mut w,
+            &json!({"op": "speaker", "from": 0, "to": 1, "speaker": 2}),
+            Millis(40),
+        )
+        .expect("speaker");
+        assert_eq!(w.iter().map(|w| w.speaker).collect::<Vec<_>>(), [2, 0, 4]);
+    }
+
+    #[test]
+    fn replace_all_keeps_timings_and_refuses_what_is_absent() {
+        let mut w = words();
+        let note = apply_op(
+            &mut w,
+            &json!({"op": "replace", "find": "o", "replace": "0"}),
+            Millis(40),
+        )
+        .expect("replace");
+        assert!(note.contains("2 words"), "{note}");
+        assert_eq!(&*w[0].text, "0ne");
+        assert_eq!((w[1].start, w[1].end), (Millis(500), Millis(900)));
+        assert!(apply_op(
+            &mut w,
+            &json!({"op": "replace", "find": "zz", "replace": "y"}),
+            Millis(40)
+        )
+        .is_err());
+    }
+}

@@ -1,0 +1,109 @@
+//! The web application in real headless Chromium (`tests/browser/editor.py`, Playwright for Python
+//! driving Debian's /usr/bin/chromium): sign in with a link, list and search projects, open the
+//! editor, play and seek, edit a word, split and merge, set a line break, undo and redo, two pages
+//! editing the same project (the second gets the conflict), restore a revision, download every
+//! format and compare with the API's bytes, another organisation's project is 404. Screenshots of
+//! the list and of the editor (audio and video job) are saved to `target/screenshots/`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::json;
+
+use crate::common::Server;
+use crate::web::{link_path, ready_job};
+
+/// Speech for the audio job (flite), and a video with a test picture and the same speech.
+fn media(dir: &Path) -> (PathBuf, PathBuf) {
+    let wav = dir.join("speech.wav");
+    let status = Command::new("flite")
+        .args([
+            "-voice",
+            "slt",
+            "-t",
+            "Hello world. This is a test of the subtitles, read aloud.",
+        ])
+        .arg("-o")
+        .arg(&wav)
+        .status()
+        .expect("flite (scripts/setup installs it)");
+    assert!(status.success());
+    let mp4 = dir.join("video.mp4");
+    let status = Command::new("ffmpeg")
+        .args([
+            "-v",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc=size=640x360:rate=25",
+            "-i",
+        ])
+        .arg(&wav)
+        .args([
+            "-shortest",
+            "-c:v",
+            "libx264",
+            "-pix_fmt",
+            "yuv420p",
+            "-c:a",
+            "aac",
+        ])
+        .arg(&mp4)
+        .status()
+        .expect("ffmpeg");
+    assert!(status.success());
+    (wav, mp4)
+}
+
+#[test]
+fn the_editor_works_in_chromium() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let python = root.join(".venv/bin/python");
+    assert!(
+        python.exists() && Path::new("/usr/bin/chromium").exists(),
+        "run scripts/setup: it installs chromium and Playwright into .venv"
+    );
+    let server = Server::start(&[]);
+    let org = server.org(100_000, &[]);
+    let other = server.org(100_000, &[]);
+    let (wav, mp4) = media(server.tmp.path());
+    let audio = ready_job(&server, &org.key, "Lecture (audio)", &wav, "audio/wav");
+    let video = ready_job(&server, &org.key, "Interview (video)", &mp4, "video/mp4");
+    let foreign = ready_job(&server, &other.key, "Foreign", &wav, "audio/wav");
+    let shots = root.join("target/screenshots");
+    std::fs::create_dir_all(&shots).expect("screenshot dir");
+    let cfg = json!({
+        "base": server.base(),
+        "link": link_path(&server, &org.owner),
+        "key": org.key,
+        "audio": audio,
+        "video": video,
+        "foreign": foreign,
+        "shots": shots,
+        "profile": server.tmp.path().join("chromium-profile"),
+    });
+    let out = Command::new(&python)
+        .arg(root.join("tests/browser/editor.py"))
+        .arg(cfg.to_string())
+        .output()
+        .expect("run the browser script");
+    let report = format!(
+        "{}\n{}\nserver log:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        server.log()
+    );
+    assert!(out.status.success(), "{report}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("browser checks passed"),
+        "{report}"
+    );
+    for shot in ["list.png", "editor-audio.png", "editor-video.png"] {
+        assert!(
+            shots.join(shot).metadata().is_ok_and(|m| m.len() > 10_000),
+            "{shot}"
+        );
+    }
+}

@@ -1,0 +1,208 @@
+"""The web application in real headless Chromium (Debian's /usr/bin/chromium, driven by Playwright
+for Python; Playwright's own browser download is never used). Run by tests/browser.rs with one JSON
+argument: {base, link, key, audio, video, foreign, shots, profile}. Exits non-zero on the first failed check."""
+
+import json
+import sys
+import urllib.request
+
+from playwright.sync_api import expect, sync_playwright
+
+cfg = json.loads(sys.argv[1])
+BASE = cfg["base"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--autoplay-policy=no-user-gesture-required",
+]
+
+
+def api(path):
+    req = urllib.request.Request(BASE + path, headers={"Authorization": "Bearer " + cfg["key"]})
+    with urllib.request.urlopen(req) as r:
+        return r.read()
+
+
+def revision(page, n):
+    expect(page.locator("#save-state")).to_have_text(f"Saved · revision {n}", timeout=10000)
+
+
+def cue_count(page):
+    return page.locator("li.cue").count()
+
+
+def wait_js(page, expr, timeout=10000):
+    """Polls a page expression until truthy (Playwright's wait_for_function evaluates strings
+    with eval, which the pages' Content-Security-Policy rightly refuses)."""
+    waited = 0
+    while not page.evaluate(expr):
+        if waited >= timeout:
+            raise AssertionError(f"timed out waiting for {expr}")
+        page.wait_for_timeout(100)
+        waited += 100
+
+
+def step(name):
+    print("step:", name, flush=True)
+
+
+with sync_playwright() as pw:
+    # A fresh profile directory per run (Playwright passes it as --user-data-dir).
+    ctx = pw.chromium.launch_persistent_context(
+        cfg["profile"],
+        executable_path="/usr/bin/chromium",
+        headless=True,
+        args=FLAGS,
+        accept_downloads=True,
+        viewport={"width": 1280, "height": 900},
+    )
+    page = ctx.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+
+    step("sign in with a one-time link")
+    page.goto(BASE + cfg["link"])
+    page.click("#use-link")
+    expect(page).to_have_url(BASE + "/projects")
+    expect(page.locator("tr[data-id]")).to_have_count(2)
+    page.screenshot(path=cfg["shots"] + "/list.png", full_page=True)
+
+    step("search the list")
+    page.fill("input[name=q]", "video")
+    page.click("form.filters button[type=submit]")
+    expect(page.locator("tr[data-id]")).to_have_count(1)
+    expect(page.locator("tr[data-id] a.open")).to_have_text("Interview (video)")
+    page.fill("input[name=q]", "")
+    page.click("form.filters button[type=submit]")
+
+    step("open the audio job's editor from its row")
+    page.click(f'tr[data-id="{cfg["audio"]}"] a.open')
+    expect(page).to_have_url(BASE + "/editor/" + cfg["audio"])
+    expect(page.locator("li.cue").first).to_be_visible()
+    revision(page, 0)
+    wait_js(page, "document.querySelector('audio') && document.querySelector('audio').readyState >= 1")
+
+    step("play, then seek by clicking a word")
+    page.click("#play")
+    wait_js(page, "document.querySelector('audio').currentTime > 0.3")
+    page.click("#play")
+    word = page.locator("li.cue").first.locator(".w").nth(2)
+    start_ms = int(word.get_attribute("data-start"))
+    word.click()
+    t = page.evaluate("document.querySelector('audio').currentTime")
+    assert abs(t * 1000 - start_ms) < 50, (t, start_ms)
+    expect(page.locator("li.cue.current")).to_have_count(1)
+    expect(page.locator(".w.now")).to_have_count(1)
+    page.screenshot(path=cfg["shots"] + "/editor-audio.png", full_page=True)
+
+    step("edit a word")
+    first = page.locator("li.cue").first
+    first.focus()
+    page.keyboard.press("Enter")
+    area = first.locator("textarea")
+    expect(area).to_be_visible()
+    assert area.get_attribute("spellcheck") == "true"
+    text = area.input_value()
+    assert text.startswith("Hello world."), text
+    area.fill(text.replace("world.", "there.", 1))
+    area.press("Enter")
+    revision(page, 1)
+    expect(page.locator("li.cue").first).to_contain_text("Hello there.")
+    assert json.loads(api(f"/v1/jobs/{cfg['audio']}/transcript"))["cues"][0]["lines"][0].startswith("Hello there.")
+
+    step("split and merge")
+    n = cue_count(page)
+    page.locator("li.cue").first.locator(".w").nth(2).click()
+    page.click("#split")
+    revision(page, 2)
+    assert cue_count(page) == n + 1, (cue_count(page), n)
+    page.locator("li.cue").first.click()
+    page.keyboard.press("Alt+m")
+    revision(page, 3)
+    assert cue_count(page) == n
+
+    step("set a line break, then undo it")
+    def line_starts():
+        return [t.split(" ")[0] for t in page.locator("li.cue .line").all_inner_texts()]
+
+    target = page.locator("li.cue").first.locator(".w").nth(6)
+    word_text = target.inner_text()
+    assert word_text not in line_starts(), (word_text, line_starts())
+    target.click()
+    page.click("#linebreak")
+    revision(page, 4)
+    assert word_text in line_starts(), (word_text, line_starts())
+    page.click("#undo")
+    revision(page, 5)
+    assert word_text not in line_starts(), line_starts()
+    page.keyboard.press("Control+Shift+Z")
+    revision(page, 6)
+    assert word_text in line_starts(), line_starts()
+
+    step("a second page editing the same project gets the conflict")
+    second = ctx.new_page()
+    second.goto(BASE + "/editor/" + cfg["audio"])
+    revision(second, 6)
+    page.fill("#speaker", "2")
+    page.locator("li.cue").first.click()
+    page.fill("#speaker", "2")
+    page.click("#speaker-cue")
+    revision(page, 7)
+    second.locator("li.cue").first.click()
+    second.locator("li.cue").first.locator(".w").nth(3).click()
+    second.click("#split")
+    expect(second.locator("#conflict")).to_be_visible()
+    expect(second.locator("#conflict-rev")).to_have_text("7")
+    second.click("#conflict-reload")
+    revision(second, 7)
+    second.close()
+
+    step("restore a revision from the history")
+    page.reload()
+    revision(page, 7)
+    page.click('#history li[data-revision="0"] button')
+    revision(page, 8)
+    expect(page.locator("li.cue").first).to_contain_text("Hello world.")
+
+    step("download every format: the API's bytes")
+    for fmt in ["srt", "vtt", "ttml", "ass", "ebu-stl"]:
+        with page.expect_download() as info:
+            page.click(f'a.download[data-format="{fmt}"]')
+        path = info.value.path()
+        ours = open(path, "rb").read()
+        theirs = api(f"/v1/jobs/{cfg['audio']}/subtitles?format={fmt}")
+        assert ours == theirs, fmt
+        print("  ", fmt, len(ours), "bytes equal", flush=True)
+
+    step("keyboard: the help sheet")
+    page.locator("li.cue").first.focus()
+    page.keyboard.press("?")
+    expect(page.locator("#help")).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(page.locator("#help")).to_be_hidden()
+
+    step("another organisation's project is 404")
+    resp = page.goto(BASE + "/editor/" + cfg["foreign"])
+    assert resp.status == 404, resp.status
+    # The browser logs that 404 as a console error: the one expected error of the run.
+    assert all("404" in e for e in errors), errors
+    errors.clear()
+
+    step("the video job shows its picture")
+    page.goto(BASE + "/editor/" + cfg["video"])
+    expect(page.locator("li.cue").first).to_be_visible()
+    wait_js(page, "document.querySelector('video') && document.querySelector('video').readyState >= 2", 15000)
+    page.evaluate("document.querySelector('video').currentTime = 1.0")
+    page.wait_for_timeout(500)
+    page.screenshot(path=cfg["shots"] + "/editor-video.png", full_page=True)
+
+    assert not errors, errors
+    ctx.close()
+print("browser checks passed", flush=True)

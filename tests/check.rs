@@ -1,0 +1,257 @@
+//! `cuecraft check` as a subtitler or a CI job runs it: the real binary on a file of each of the
+//! five formats, human and JSON output, the exit status, and JSON cues with their words.
+
+use std::process::{Command, Output};
+
+use cuecraft_engine::{Cue, Millis};
+use cuecraft_formats::{to_vec, Format, WriteOptions};
+use serde_json::Value;
+
+use crate::common::BIN;
+
+fn check(args: &[&str]) -> Output {
+    Command::new(BIN).arg("check").args(args).output().unwrap()
+}
+
+fn cue(start: i64, end: i64, lines: &[&str]) -> Cue {
+    Cue::from_lines(
+        0,
+        Millis(start),
+        Millis(end),
+        lines.iter().map(|l| l.to_string()).collect(),
+    )
+}
+
+/// Four cues, each breaking one rule under Netflix's English style at 25 fps (times that every
+/// format keeps exactly: whole frames, whole centiseconds):
+/// 1. ends one frame (40 ms) before cue 2 starts: `gap`, an error;
+/// 2. 46 characters in 1.6 s, 28.8 per second: `reading-pace`, a warning;
+/// 3. a line of 43 characters: `line-length`, an error;
+/// 4. 0.4 s: `duration-short`, a warning.
+fn flawed() -> Vec<Cue> {
+    vec![
+        cue(1_000, 3_000, &["We met on the first day of term."]),
+        cue(
+            3_040,
+            4_640,
+            &["And everything went wrong", "from that moment on."],
+        ),
+        cue(
+            5_200,
+            8_200,
+            &[
+                "Nobody expected the report to be that long,",
+                "really, truly.",
+            ],
+        ),
+        cue(9_000, 9_400, &["Fine."]),
+    ]
+}
+
+/// The rule and cue number of every finding of a `--json` report.
+fn findings(report: &Value) -> Vec<(String, u64)> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["rule"].as_str().unwrap().to_string(),
+                f["cue"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn check_reads_every_format_and_fails_on_an_error_level_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let expected = [
+        ("gap".to_string(), 1),
+        ("reading-pace".to_string(), 2),
+        ("line-length".to_string(), 3),
+        ("duration-short".to_string(), 4),
+    ];
+    for format in [
+        Format::Srt,
+        Format::WebVtt,
+        Format::Ttml,
+        Format::Ass,
+        Format::EbuStl,
+    ] {
+        let path = dir.path().join(format!("flawed.{}", format.extension()));
+        std::fs::write(
+            &path,
+            to_vec(format, &flawed(), &WriteOptions::default()).unwrap(),
+        )
+        .unwrap();
+        let out = check(&[path.to_str().unwrap(), "--json"]);
+        assert_eq!(out.status.code(), Some(1), "{format:?}: {out:?}");
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(findings(&report), expected, "{format:?}");
+        assert_eq!(report["style"], "netflix-en");
+        assert_eq!(report["passed"], false);
+        assert_eq!(
+            (report["errors"].as_u64(), report["warnings"].as_u64()),
+            (Some(2), Some(2))
+        );
+        assert_eq!(report["rules"]["line-length"]["count"], 1);
+        assert_eq!(
+            report["rules"]["line-length"]["of"], 6,
+            "{format:?}: six lines in all"
+        );
+        assert_eq!(report["findings"][2]["start"], 5.2);
+    }
+}
+
+#[test]
+fn human_output_has_a_line_per_finding_with_cue_number_and_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("flawed.srt");
+    std::fs::write(
+        &path,
+        to_vec(Format::Srt, &flawed(), &WriteOptions::default()).unwrap(),
+    )
+    .unwrap();
+    let out = check(&[path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        &lines[..4],
+        [
+            "cue 1 at 0:00:01.000: error gap: 1 frame before the next cue, under 2",
+            "cue 2 at 0:00:03.040: warning reading-pace: 28.8 characters per second, over 20",
+            "cue 3 at 0:00:05.200: error line-length: line 1 has 43 characters, over 42",
+            "cue 4 at 0:00:09.000: warning duration-short: lasts 0.400 s, under 0.833 s",
+        ]
+    );
+    assert!(
+        text.contains("4 cues checked against netflix-en at 25 fps: 2 errors, 2 warnings"),
+        "{text}"
+    );
+    // The BBC style: 37 characters a line.
+    let out = check(&[path.to_str().unwrap(), "--style", "bbc"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("checked against bbc"), "{text}");
+    assert!(text.contains("line 1 has 43 characters, over 37"), "{text}");
+}
+
+#[test]
+fn a_clean_file_passes_with_status_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("clean.vtt");
+    let cues = vec![
+        cue(1_000, 3_000, &["We met on the first day of term."]),
+        cue(
+            3_080,
+            5_600,
+            &["And everything went wrong", "from that moment on."],
+        ),
+    ];
+    std::fs::write(
+        &path,
+        to_vec(Format::WebVtt, &cues, &WriteOptions::default()).unwrap(),
+    )
+    .unwrap();
+    let out = check(&[path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with(&format!(
+        "{}: 2 cues checked against netflix-en at 25 fps: 0 errors, 0 warnings",
+        path.display()
+    )));
+    // Gaps are counted in the frames of the media's rate: 80 ms is 2 frames at 25 fps but under
+    // 3 at 50 (two frames there are 40 ms, so it passes Netflix's 2 frames either way).
+    let out = check(&[path.to_str().unwrap(), "--frame-rate", "50", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["frameRate"], "50");
+}
+
+#[test]
+fn laid_out_json_cues_are_checked_with_their_words_against_their_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two sentences with a 3 s silence between them, then a fast run of words.
+    let mut words = vec![
+        serde_json::json!({"text": "Welcome back.", "start": 0.0, "end": 0.9, "speaker": 0}),
+        serde_json::json!({"text": "Today", "start": 3.9, "end": 4.2, "speaker": 0}),
+    ];
+    for (i, w) in "we look at how the river changed the valley over ten thousand years."
+        .split(' ')
+        .enumerate()
+    {
+        let t = 4.25 + i as f64 * 0.22;
+        words.push(serde_json::json!({"text": w, "start": t, "end": t + 0.2, "speaker": 0}));
+    }
+    let words_path = dir.path().join("words.json");
+    std::fs::write(&words_path, serde_json::to_vec(&words).unwrap()).unwrap();
+    let settings_path = dir.path().join("settings.json");
+    std::fs::write(&settings_path, br#"{"maxCharsPerLine": 32}"#).unwrap();
+    let layout = Command::new(BIN)
+        .args(["layout", "--words"])
+        .arg(&words_path)
+        .arg("--settings")
+        .arg(&settings_path)
+        .output()
+        .unwrap();
+    assert!(layout.status.success());
+    let cues_path = dir.path().join("cues.json");
+    std::fs::write(&cues_path, &layout.stdout).unwrap();
+    let out = check(&[
+        cues_path.to_str().unwrap(),
+        "--style",
+        settings_path.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["style"], "settings");
+    assert_eq!(report["rules"]["silence-bridged"]["count"], 0);
+    // The floor needs the words, which JSON cues carry.
+    let floor = &report["paceFloor"];
+    assert_eq!(floor["cues"], report["cues"]);
+    assert!(
+        floor["over"].as_u64().unwrap()
+            <= report["rules"]["reading-pace"]["count"].as_u64().unwrap()
+    );
+    // Stretching the first cue over the silence is what silence-bridged is for.
+    let mut cues: Value = serde_json::from_slice(&layout.stdout).unwrap();
+    cues[0]["end"] = serde_json::json!(3.4);
+    std::fs::write(&cues_path, serde_json::to_vec(&cues).unwrap()).unwrap();
+    let out = check(&[
+        cues_path.to_str().unwrap(),
+        "--style",
+        settings_path.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with(
+            "cue 1 at 0:00:00.000: warning silence-bridged: stays up 2.50 s after its last word"
+        ),
+        "{text}"
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "a warning does not fail the check"
+    );
+}
+
+#[test]
+fn a_file_that_cannot_be_checked_exits_with_two_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("notes.txt");
+    std::fs::write(&path, "just some text\n").unwrap();
+    let out = check(&[path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("cannot tell the format of"), "{err}");
+    let out = check(&[path.to_str().unwrap(), "--style", "youtube"]);
+    assert_eq!(out.status.code(), Some(2));
+    let missing = check(&[dir.path().join("nope.srt").to_str().unwrap()]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8(missing.stderr)
+        .unwrap()
+        .contains("cannot read"));
+}

@@ -1,0 +1,794 @@
+//! The web application over real HTTP: sign-in links, sessions, CSRF, the Content-Security-Policy,
+//! the project list's visibility, search, filters and pages, and editor edits reaching every API
+//! download byte for byte. The same flows in real Chromium are in `browser.rs`.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::common::{python, request, str_field, Resp, Server, BIN};
+
+/// A signed-in browser session, spoken over plain HTTP.
+pub struct Web {
+    pub port: u16,
+    pub cookie: String,
+    pub csrf: String,
+}
+
+/// The value of cookie `name` among a response's `Set-Cookie` headers (the whole header too).
+pub fn set_cookie(resp: &Resp, name: &str) -> Option<(String, String)> {
+    resp.headers
+        .iter()
+        .filter(|(k, _)| k == "set-cookie")
+        .find_map(|(_, v)| {
+            let first = v.split(';').next()?;
+            let (k, val) = first.split_once('=')?;
+            (k == name).then(|| (val.to_string(), v.clone()))
+        })
+}
+
+/// The `value` of the first `<input ... name="NAME" value="...">` or the `content` of
+/// `<meta name="NAME" content="...">` in a page.
+pub fn attr_after(page: &str, marker: &str, attr: &str) -> Option<String> {
+    let at = page.find(marker)?;
+    let rest = &page[at..];
+    let v = rest.find(&format!("{attr}=\""))? + attr.len() + 2;
+    let end = rest[v..].find('"')?;
+    Some(rest[v..v + end].to_string())
+}
+
+/// A fresh sign-in link for `member` (`cuecraft admin member login-link`), as a path.
+pub fn link_path(server: &Server, member: &str) -> String {
+    let out = server.admin(&["member", "login-link", "--member", member]);
+    let url = str_field(&out, "signInUrl");
+    url.strip_prefix(&server.base())
+        .unwrap_or_else(|| panic!("{url} is not on {}", server.base()))
+        .to_string()
+}
+
+/// Uses a sign-in link as a browser would: the confirmation page, then its form.
+pub fn use_link(port: u16, path: &str) -> Resp {
+    let page = request(port, "GET", path, &[], b"");
+    if page.status != 200 {
+        return page;
+    }
+    let (pre, _) = set_cookie(&page, "cc_signin").expect("sign-in CSRF cookie");
+    let field = attr_after(&page.text(), "name=\"_csrf\"", "value").expect("csrf field");
+    assert_eq!(field, pre, "double-submit token");
+    request(
+        port,
+        "POST",
+        path,
+        &[
+            ("Cookie", &format!("cc_signin={pre}")),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ],
+        format!("_csrf={field}").as_bytes(),
+    )
+}
+
+impl Web {
+    /// Signs `member` in with a fresh link.
+    pub fn sign_in(server: &Server, member: &str) -> Web {
+        let path = link_path(server, member);
+        let resp = use_link(server.port, &path);
+        assert_eq!(resp.status, 303, "{}", resp.text());
+        assert_eq!(resp.header("location"), Some("/projects"));
+        let (token, header) = set_cookie(&resp, "cc_session").expect("session cookie");
+        assert!(
+            header.contains("HttpOnly") && header.contains("SameSite=Lax"),
+            "{header}"
+        );
+        assert!(
+            !header.contains("Secure"),
+            "plain http public URL: {header}"
+        );
+        let mut web = Web {
+            port: server.port,
+            cookie: format!("cc_session={token}"),
+            csrf: String::new(),
+        };
+        let page = web.get("/projects");
+        assert_eq!(page.status, 200, "{}", page.text());
+        web.csrf = attr_after(&page.text(), "name=\"csrf-token\"", "content").expect("csrf meta");
+        web
+    }
+
+    pub fn get(&self, path: &str) -> Resp {
+        request(self.port, "GET", path, &[("Cookie", &self.cookie)], b"")
+    }
+
+    pub fn get_json(&self, path: &str) -> Resp {
+        request(
+            self.port,
+            "GET",
+            path,
+            &[("Cookie", &self.cookie), ("Accept", "application/json")],
+            b"",
+        )
+    }
+
+    /// POSTs JSON with the CSRF header.
+    pub fn post_json(&self, path: &str, body: &Value) -> Resp {
+        request(
+            self.port,
+            "POST",
+            path,
+            &[
+                ("Cookie", &self.cookie),
+                ("Accept", "application/json"),
+                ("Content-Type", "application/json"),
+                ("X-CSRF-Token", &self.csrf),
+            ],
+            body.to_string().as_bytes(),
+        )
+    }
+}
+
+/// Creates a job named `name` with `media` through the API and waits until it is ready.
+pub fn ready_job(
+    server: &Server,
+    key: &str,
+    name: &str,
+    media: &std::path::Path,
+    ct: &str,
+) -> String {
+    let data = std::fs::read(media).expect("media");
+    let created = server.create_job(
+        key,
+        &json!({"filename": "m", "contentType": ct, "sizeBytes": data.len(), "durationSeconds": 3, "name": name}),
+    );
+    assert_eq!(created.status, 201, "{}", created.text());
+    let created = created.json();
+    assert_eq!(server.upload(&created, &data).status, 200);
+    let id = str_field(&created, "id");
+    let job = server.wait_for(key, &id, &["ready", "failed"]);
+    assert_eq!(job["status"], "ready", "{job}");
+    id
+}
+
+fn sql(server: &Server, statement: &str) {
+    python(&format!(
+        "import sqlite3\nc=sqlite3.connect({:?})\nc.execute({statement:?})\nc.commit()",
+        server
+            .data_dir()
+            .join("cuecraft.sqlite")
+            .display()
+            .to_string()
+    ));
+}
+
+#[test]
+fn sign_in_links_work_once_and_expire_and_a_left_members_session_is_refused() {
+    let server = Server::start(&[]);
+    let org = server.org(0, &[]);
+    let member = str_field(
+        &server.admin(&[
+            "member",
+            "add",
+            "--org",
+            &org.id,
+            "--email",
+            "m@example.com",
+            "--role",
+            "member",
+        ]),
+        "id",
+    );
+    // Single use: the second use of the same link is refused.
+    let path = link_path(&server, &member);
+    assert_eq!(use_link(server.port, &path).status, 303);
+    let again = use_link(server.port, &path);
+    assert_eq!(again.status, 410, "{}", again.text());
+    // Expired: a link past its 15 minutes is refused, on the page and on use.
+    let path = link_path(&server, &member);
+    sql(
+        &server,
+        "UPDATE login_links SET expires_at = 0 WHERE used_at IS NULL",
+    );
+    assert_eq!(use_link(server.port, &path).status, 410);
+    // A made-up token is refused too.
+    assert_eq!(
+        use_link(server.port, &format!("/login/{}", "ab".repeat(32))).status,
+        410
+    );
+    // Without a session the pages send you to sign in; the scripts' requests get 401 JSON.
+    let anon = request(server.port, "GET", "/projects", &[], b"");
+    assert_eq!(anon.status, 303);
+    assert_eq!(anon.header("location"), Some("/login?next=%2Fprojects"));
+    let web = Web::sign_in(&server, &member);
+    assert_eq!(web.get("/projects").status, 200);
+    // The member leaves: the session ends at once, and no new link is printed for them.
+    server.admin(&["member", "remove", "--org", &org.id, "--member", &member]);
+    assert_eq!(web.get("/projects").status, 303);
+    assert_eq!(web.get_json("/projects/status?ids=").status, 401);
+    let err = server.admin_fails(&["member", "login-link", "--member", &member]);
+    assert!(err.contains("no active member"), "{err}");
+    // Sign-out ends a session.
+    let owner = Web::sign_in(&server, &org.owner);
+    let out = request(
+        server.port,
+        "POST",
+        "/logout",
+        &[
+            ("Cookie", &owner.cookie),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ],
+        format!("_csrf={}", owner.csrf).as_bytes(),
+    );
+    assert_eq!(out.status, 303);
+    assert_eq!(owner.get("/projects").status, 303);
+}
+
+#[test]
+fn a_password_signs_in_and_the_sign_in_form_needs_its_token() {
+    let server = Server::start(&[]);
+    let org = server.org(0, &[]);
+    let web = Web::sign_in(&server, &org.owner);
+    let set = request(
+        server.port,
+        "POST",
+        "/account/password",
+        &[
+            ("Cookie", &web.cookie),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ],
+        format!("_csrf={}&password=correct+horse+battery", web.csrf).as_bytes(),
+    );
+    assert_eq!(set.status, 303, "{}", set.text());
+    let form = request(server.port, "GET", "/login", &[], b"");
+    let (pre, header) = set_cookie(&form, "cc_signin").expect("cookie");
+    assert!(header.contains("SameSite=Strict") && header.contains("HttpOnly"));
+    let login = |csrf: &str, pw: &str| {
+        request(
+            server.port,
+            "POST",
+            "/login",
+            &[
+                ("Cookie", &format!("cc_signin={pre}")),
+                ("Content-Type", "application/x-www-form-urlencoded"),
+            ],
+            format!("_csrf={csrf}&email=owner%40example.com&password={pw}&next=%2Faccount")
+                .as_bytes(),
+        )
+    };
+    assert_eq!(login(&pre, "wrong+password+here").status, 401);
+    assert_eq!(login("", "correct+horse+battery").status, 403, "no token");
+    let ok = login(&pre, "correct+horse+battery");
+    assert_eq!(ok.status, 303, "{}", ok.text());
+    assert_eq!(ok.header("location"), Some("/account"));
+    assert!(set_cookie(&ok, "cc_session").is_some());
+}
+
+#[test]
+fn state_changes_need_the_csrf_token_and_pages_forbid_inline_script() {
+    let server = Server::start(&[]);
+    let org = server.org(1000, &[]);
+    let id = ready_job(
+        &server,
+        &org.key,
+        "<script>alert('name')</script>",
+        &server.tone(3),
+        "audio/wav",
+    );
+    let web = Web::sign_in(&server, &org.owner);
+    // Every page carries the policy: scripts from this origin only.
+    for path in [
+        "/projects",
+        &format!("/editor/{id}"),
+        "/login",
+        "/assets/editor.js",
+    ] {
+        let r = web.get(path);
+        let csp = r
+            .header("content-security-policy")
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"),
+            "{path}: {csp}"
+        );
+        assert_eq!(r.header("x-content-type-options"), Some("nosniff"));
+    }
+    // No page holds an inline script: every <script> has a src.
+    for path in ["/projects", &format!("/editor/{id}"), "/account"] {
+        let page = web.get(path).text();
+        for (n, _) in page.match_indices("<script") {
+            let tag = &page[n..n + page[n..].find('>').unwrap_or(0)];
+            assert!(
+                tag.contains(" src=\"/assets/"),
+                "{path}: inline script {tag}"
+            );
+        }
+    }
+    // A script-bearing job name is shown as text.
+    let list = web.get("/projects").text();
+    assert!(
+        list.contains("&lt;script&gt;alert(&#39;name&#39;)&lt;/script&gt;"),
+        "{list}"
+    );
+    assert!(!list.contains("<script>alert"));
+    let data = web.get_json(&format!("/editor/{id}/data")).json();
+    let rev = data["transcript"]["revision"].as_i64().expect("revision");
+    let op = json!({"revision": rev, "op": "split", "at": 2});
+    // Without the token, or with another, the edit is refused and nothing changes.
+    for token in ["", "0000"] {
+        let r = request(
+            server.port,
+            "POST",
+            &format!("/editor/{id}/edit"),
+            &[
+                ("Cookie", &web.cookie),
+                ("Accept", "application/json"),
+                ("Content-Type", "application/json"),
+                ("X-CSRF-Token", token),
+            ],
+            op.to_string().as_bytes(),
+        );
+        assert_eq!(
+            (r.status, r.code()),
+            (403, "csrf_token_invalid".to_string())
+        );
+    }
+    let out = request(
+        server.port,
+        "POST",
+        "/logout",
+        &[("Cookie", &web.cookie)],
+        b"",
+    );
+    assert_eq!(out.status, 403);
+    assert_eq!(
+        web.get_json(&format!("/editor/{id}/data")).json()["transcript"]["revision"],
+        rev
+    );
+    // A script typed into a cue is stored as text and never becomes markup on a page.
+    let first = &data["cues"][0];
+    let r = web.post_json(
+        &format!("/editor/{id}/edit"),
+        &json!({"revision": rev, "op": "text", "from": first["from"], "to": first["to"], "text": "<img src=x onerror=alert(1)> hi"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let page = web.get(&format!("/editor/{id}")).text();
+    assert!(!page.contains("<img src=x"));
+    let vtt = server
+        .get(&org.key, &format!("/v1/jobs/{id}/subtitles?format=vtt"))
+        .text();
+    assert!(
+        vtt.contains("&lt;") && vtt.contains("src=x onerror"),
+        "{vtt}"
+    );
+    let data = web.get_json(&format!("/editor/{id}/data")).json();
+    assert_eq!(
+        data["cues"][0]["words"][0]["text"], "<img",
+        "stored as typed, as text"
+    );
+}
+
+/// Every format the editor offers, as the API names them.
+const FORMATS: &[&str] = &["srt", "vtt", "ttml", "ass", "ebu-stl"];
+
+#[test]
+fn edits_reach_every_api_download_byte_for_byte_and_conflicts_are_refused() {
+    let server = Server::start(&[]);
+    let org = server.org(1000, &[]);
+    let id = ready_job(&server, &org.key, "talk", &server.tone(3), "audio/wav");
+    let web = Web::sign_in(&server, &org.owner);
+    let before = server.get(&org.key, &format!("/v1/jobs/{id}")).json();
+    let data = web.get_json(&format!("/editor/{id}/data")).json();
+    let rev = data["transcript"]["revision"].as_i64().expect("revision");
+    assert_eq!(rev, 0);
+    // The editor's cues are the API's cues.
+    let api = server
+        .get(&org.key, &format!("/v1/jobs/{id}/transcript"))
+        .json();
+    let lines = |cues: &Value| -> Vec<Value> {
+        cues.as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| c["lines"].clone())
+            .collect()
+    };
+    assert_eq!(lines(&data["cues"]), lines(&api["cues"]));
+    // Correct a word of the first cue: "world." -> "there." keeps its timing.
+    let first = &data["cues"][0];
+    let words: Vec<&str> = first["words"]
+        .as_array()
+        .expect("words")
+        .iter()
+        .map(|w| w["text"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(words[..2], ["Hello", "world."]);
+    let mut edited: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+    edited[1] = "there.".into();
+    std::thread::sleep(Duration::from_millis(5));
+    let r = web.post_json(
+        &format!("/editor/{id}/edit"),
+        &json!({"revision": 0, "op": "text", "from": first["from"], "to": first["to"], "text": edited.join(" ")}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let after_edit = r.json();
+    assert_eq!(after_edit["transcript"]["revision"], 1);
+    let w1 = &after_edit["cues"][0]["words"][1];
+    assert_eq!(
+        (w1["text"].as_str(), &w1["start"], &w1["end"]),
+        (
+            Some("there."),
+            &first["words"][1]["start"],
+            &first["words"][1]["end"]
+        )
+    );
+    // The API sees it: a new updatedAt, the transcript text, every format equal to the editor's.
+    let job = server.get(&org.key, &format!("/v1/jobs/{id}")).json();
+    assert!(
+        job["updatedAt"].as_str() > before["updatedAt"].as_str(),
+        "{job}"
+    );
+    let text = server
+        .get(&org.key, &format!("/v1/jobs/{id}/transcript?format=text"))
+        .text();
+    assert!(text.starts_with("Hello there."), "{text}");
+    let check_downloads = |label: &str| {
+        for f in FORMATS {
+            let api = server.get(&org.key, &format!("/v1/jobs/{id}/subtitles?format={f}"));
+            let ours = web.get(&format!("/editor/{id}/download?format={f}"));
+            assert_eq!(api.status, 200);
+            assert_eq!(ours.status, 200, "{f}");
+            assert_eq!(ours.body, api.body, "{label}: {f} differs");
+            assert_eq!(ours.header("content-type"), api.header("content-type"));
+            assert_eq!(
+                ours.header("content-disposition"),
+                api.header("content-disposition")
+            );
+        }
+    };
+    check_downloads("after a text edit");
+    // Split before the third word of the cue, then a line break; each is a new revision.
+    let at = first["from"].as_u64().expect("from") + 2;
+    let split = web.post_json(
+        &format!("/editor/{id}/edit"),
+        &json!({"revision": 1, "op": "split", "at": at}),
+    );
+    assert_eq!(split.status, 200, "{}", split.text());
+    let cues = split.json()["cues"].clone();
+    assert_eq!(cues[0]["lines"], json!(["Hello there."]));
+    check_downloads("after a split");
+    // A second tab still on revision 1 gets a conflict, never a silent overwrite.
+    let stale = web.post_json(
+        &format!("/editor/{id}/edit"),
+        &json!({"revision": 1, "op": "linebreak", "at": at + 1}),
+    );
+    assert_eq!(
+        (stale.status, stale.json()["revision"].clone()),
+        (409, json!(2))
+    );
+    // Restore revision 0: a new revision 3 with the recognised words; the history keeps all.
+    let restored = web.post_json(
+        &format!("/editor/{id}/restore"),
+        &json!({"revision": 2, "restore": 0}),
+    );
+    assert_eq!(restored.status, 200, "{}", restored.text());
+    assert_eq!(restored.json()["transcript"]["revision"], 3);
+    let history = web.get_json(&format!("/editor/{id}/revisions")).json();
+    let revs: Vec<i64> = history["revisions"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .filter_map(|r| r["revision"].as_i64())
+        .collect();
+    assert_eq!(revs, [3, 2, 1, 0]);
+    let text = server
+        .get(&org.key, &format!("/v1/jobs/{id}/transcript?format=text"))
+        .text();
+    assert!(text.starts_with("Hello world."), "{text}");
+    check_downloads("after a restore");
+}
+
+#[test]
+fn a_rerun_of_recognition_keeps_the_human_edits() {
+    let mut server = Server::start(&["--workers", "1"]);
+    let org = server.org(1000, &[]);
+    let id = ready_job(&server, &org.key, "talk", &server.tone(3), "audio/wav");
+    let web = Web::sign_in(&server, &org.owner);
+    let data = web.get_json(&format!("/editor/{id}/data")).json();
+    let first = &data["cues"][0];
+    let r = web.post_json(
+        &format!("/editor/{id}/edit"),
+        &json!({"revision": 0, "op": "text", "from": first["from"], "to": first["to"], "text": "Edited by a person."}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    // The job is sent through recognition again (as a restart mid-job would).
+    server.kill9();
+    sql(
+        &server,
+        &format!("UPDATE jobs SET status = 'transcribing' WHERE id = '{id}'"),
+    );
+    server.spawn();
+    let job = server.wait_for(&org.key, &id, &["ready", "failed"]);
+    assert_eq!(job["status"], "ready");
+    let text = server
+        .get(&org.key, &format!("/v1/jobs/{id}/transcript?format=text"))
+        .text();
+    assert!(text.starts_with("Edited by a person."), "{text}");
+}
+
+#[test]
+fn members_see_their_own_and_their_folders_projects_found_sorted_and_paged() {
+    let server = Server::start(&["--rate-limit-per-minute", "1000"]);
+    let org = server.org(100_000, &[]);
+    let other = server.org(100_000, &[]);
+    let folder = str_field(
+        &server.admin(&["folder", "create", "--org", &org.id, "--name", "Docs"]),
+        "id",
+    );
+    let admin = str_field(
+        &server.admin(&[
+            "member",
+            "add",
+            "--org",
+            &org.id,
+            "--email",
+            "a@example.com",
+            "--role",
+            "admin",
+        ]),
+        "id",
+    );
+    let member = str_field(
+        &server.admin(&[
+            "member",
+            "add",
+            "--org",
+            &org.id,
+            "--email",
+            "m@example.com",
+            "--role",
+            "member",
+        ]),
+        "id",
+    );
+    let outsider = str_field(
+        &server.admin(&[
+            "member",
+            "add",
+            "--org",
+            &org.id,
+            "--email",
+            "o@example.com",
+            "--role",
+            "member",
+        ]),
+        "id",
+    );
+    server.admin(&[
+        "folder",
+        "add-member",
+        "--folder",
+        &folder,
+        "--member",
+        &member,
+    ]);
+    let data = std::fs::read(server.tone(1)).expect("tone");
+    let create = |key: &str, name: &str, folder: Option<&str>| -> String {
+        let mut body = json!({"filename": "a.wav", "contentType": "audio/wav", "sizeBytes": data.len(), "durationSeconds": 1, "name": name});
+        if let Some(f) = folder {
+            body["folderId"] = json!(f);
+        }
+        let r = server.create_job(key, &body);
+        assert_eq!(r.status, 201, "{}", r.text());
+        str_field(&r.json(), "id")
+    };
+    // 120 projects of the owner's key, 3 of them in the folder; one of another organisation.
+    let mut ids = Vec::new();
+    for n in 0..120 {
+        let folder = (n % 40 == 0).then_some(folder.as_str());
+        ids.push(create(&org.key, &format!("Project {n:03}"), folder));
+    }
+    let foreign = create(&other.key, "Foreign", None);
+    // The owner pages through all 120, newest first, 50 at a time, without repeats.
+    let owner = Web::sign_in(&server, &org.owner);
+    let mut seen = Vec::new();
+    let mut next = "/projects".to_string();
+    loop {
+        let page = owner.get(&next).text();
+        seen.extend(row_ids(&page));
+        match attr_after(&page, "rel=\"next\"", "href") {
+            Some(href) => next = href.replace("&amp;", "&"),
+            None => break,
+        }
+    }
+    // Every project once; newest first (projects created in the same millisecond by id).
+    let mut all = seen.clone();
+    all.sort();
+    all.dedup();
+    let mut want = ids.clone();
+    want.sort();
+    assert_eq!((seen.len(), all), (120, want));
+    let position = |id: &String| ids.iter().position(|x| x == id).unwrap_or(0);
+    assert!(position(&seen[0]) > position(&seen[119]));
+    // Sorted by name ascending, searched, filtered by folder and by status.
+    let by_name = row_ids(&owner.get("/projects?sort=name").text());
+    assert_eq!(by_name[..3], ids[..3]);
+    assert_eq!(
+        row_ids(&owner.get("/projects?q=project+11&sort=name").text()),
+        ids[110..120].to_vec()
+    );
+    assert_eq!(
+        row_ids(
+            &owner
+                .get(&format!("/projects?folder={folder}&sort=name"))
+                .text()
+        ),
+        vec![ids[0].clone(), ids[40].clone(), ids[80].clone()]
+    );
+    assert_eq!(
+        row_ids(&owner.get("/projects?status=ready").text()),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        row_ids(&owner.get("/projects?status=uploading&q=Project+000").text()),
+        vec![ids[0].clone()]
+    );
+    assert_eq!(owner.get("/projects?status=bogus").status, 400);
+    // An admin sees everything; a member sees the folder's projects; another member none.
+    let admin_web = Web::sign_in(&server, &admin);
+    assert_eq!(
+        row_ids(&admin_web.get("/projects?q=Project+000").text()),
+        vec![ids[0].clone()]
+    );
+    let member_web = Web::sign_in(&server, &member);
+    let mut visible = row_ids(&member_web.get("/projects").text());
+    visible.sort();
+    let mut expected = vec![ids[0].clone(), ids[40].clone(), ids[80].clone()];
+    expected.sort();
+    assert_eq!(visible, expected);
+    assert_eq!(member_web.get(&format!("/editor/{}", ids[1])).status, 404);
+    assert_eq!(member_web.get(&format!("/editor/{}", ids[40])).status, 200);
+    let outsider_web = Web::sign_in(&server, &outsider);
+    assert!(row_ids(&outsider_web.get("/projects").text()).is_empty());
+    // Another organisation's project is a 404 everywhere, even for an owner.
+    for path in [
+        "",
+        "/data",
+        "/media",
+        "/peaks",
+        "/download?format=srt",
+        "/revisions",
+    ] {
+        assert_eq!(
+            owner.get(&format!("/editor/{foreign}{path}")).status,
+            404,
+            "{path}"
+        );
+    }
+    // The status refresh answers only for visible jobs.
+    let st = member_web
+        .get_json(&format!("/projects/status?ids={},{}", ids[1], ids[40]))
+        .json();
+    assert_eq!(st["jobs"].as_array().map(Vec::len), Some(1));
+    assert_eq!(st["jobs"][0]["status"], "uploading");
+}
+
+fn row_ids(page: &str) -> Vec<String> {
+    page.match_indices("<tr data-id=\"")
+        .map(|(n, m)| page[n + m.len()..n + m.len() + 24].to_string())
+        .collect()
+}
+
+#[test]
+fn quickstart_on_a_fresh_data_directory_gives_a_working_key_and_a_signed_in_page() {
+    let server = Server::start(&[]);
+    let log_deadline = Instant::now() + Duration::from_secs(10);
+    while !server.log().contains("quickstart") {
+        assert!(
+            Instant::now() < log_deadline,
+            "serve printed no hint:\n{}",
+            server.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        server.log().contains("admin --data-dir"),
+        "{}",
+        server.log()
+    );
+    let out = std::process::Command::new(BIN)
+        .args(["admin", "--data-dir"])
+        .arg(server.data_dir())
+        .arg("quickstart")
+        .output()
+        .expect("quickstart");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let qs: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let key = str_field(&qs, "key");
+    // The key works, and can pay for a job.
+    let r = server.create_job(&key, &json!({"filename": "a.wav", "contentType": "audio/wav", "sizeBytes": 10, "durationSeconds": 60}));
+    assert_eq!(r.status, 201, "{}", r.text());
+    // The link signs the owner in on the server's own address.
+    let url = str_field(&qs, "signInUrl");
+    let path = url
+        .strip_prefix(&server.base())
+        .expect("link on the public URL");
+    let resp = use_link(server.port, path);
+    assert_eq!(resp.status, 303);
+    let (token, _) = set_cookie(&resp, "cc_session").expect("session");
+    let page = request(
+        server.port,
+        "GET",
+        "/projects",
+        &[("Cookie", &format!("cc_session={token}"))],
+        b"",
+    );
+    assert_eq!(page.status, 200);
+    assert!(page.text().contains("My organisation"));
+    // `/` leads to the list.
+    let root = request(server.port, "GET", "/", &[], b"");
+    assert_eq!(
+        (root.status, root.header("location")),
+        (303, Some("/projects"))
+    );
+}
+
+#[test]
+fn the_editor_shows_one_labelled_warning_per_broken_rule_from_the_engines_qc() {
+    let server = Server::start(&[]);
+    let org = server.org(1000, &[]);
+    let id = ready_job(&server, &org.key, "talk", &server.tone(3), "audio/wav");
+    let web = Web::sign_in(&server, &org.owner);
+    let data = web.get_json(&format!("/editor/{id}/data")).json();
+    let all = |data: &Value| -> Vec<Value> {
+        data["cues"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|c| c["warnings"].as_array().cloned().unwrap_or_default())
+            .collect()
+    };
+    assert!(
+        all(&data).iter().all(|w| w["rule"] != "reading-pace"),
+        "{data}"
+    );
+    // Far more text than 0.85 s of speech can carry: the reading pace rule flags it, once per cue.
+    let first = &data["cues"][0];
+    let long = "Hello every single one of you wonderful people out there. Um, this is a test of the subtitles.";
+    let r = web.post_json(
+        &format!("/editor/{id}/edit"),
+        &json!({"revision": 0, "op": "text", "from": first["from"], "to": first["to"], "text": long}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let data = r.json();
+    let pace: Vec<Value> = all(&data)
+        .into_iter()
+        .filter(|w| w["rule"] == "reading-pace")
+        .collect();
+    assert!(!pace.is_empty(), "{data}");
+    assert_eq!(pace[0]["label"], "Reading pace over 17 CPS");
+    assert_eq!(pace[0]["level"], "warning");
+    assert!(
+        pace[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("characters per second")),
+        "{}",
+        pace[0]
+    );
+    for cue in data["cues"].as_array().into_iter().flatten() {
+        let rules: Vec<&Value> = cue["warnings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|w| &w["rule"])
+            .collect();
+        let mut unique = rules.clone();
+        unique.dedup();
+        assert_eq!(rules.len(), unique.len(), "one signal per rule: {cue}");
+    }
+    assert!(
+        data["qc"]["warnings"].as_u64().is_some_and(|n| n >= 1),
+        "{}",
+        data["qc"]
+    );
+}
