@@ -445,3 +445,45 @@ fn head_answers_like_get_without_a_body_on_every_get_endpoint() {
     let r = server.call(&org.key, "DELETE", &format!("/v1/jobs/{id}"), b"");
     assert_eq!(r.header("allow"), Some("GET, HEAD"));
 }
+
+#[test]
+fn a_job_name_with_control_characters_gives_files_and_attachment_names_without_them() {
+    let server = Server::start(&[]);
+    let org = server.org(1000, &[]);
+    let media = std::fs::read(server.tone(3)).expect("tone");
+    let created = server.create_job(
+        &org.key,
+        &json!({"filename": "a.wav", "contentType": "audio/wav", "sizeBytes": media.len(),
+                "durationSeconds": 3, "name": "before\u{0}after\u{7}\u{85}"}),
+    );
+    assert_eq!(created.status, 201, "{}", created.text());
+    let created = created.json();
+    assert_eq!(server.upload(&created, &media).status, 200);
+    let id = created["id"].as_str().expect("id");
+    let job = server.wait_for(&org.key, id, &["ready", "failed"]);
+    assert_eq!(job["status"], "ready", "{job}");
+    for format in ["srt", "vtt", "ttml", "ass", "ebu-stl"] {
+        let r = server.get(
+            &org.key,
+            &format!("/v1/jobs/{id}/subtitles?format={format}"),
+        );
+        assert_eq!(r.status, 200, "{format}");
+        let controls = |s: &str| s.chars().any(|c| c.is_control() && c != '\r' && c != '\n');
+        let disposition = r
+            .header("content-disposition")
+            .expect("Content-Disposition");
+        assert!(!controls(disposition), "{disposition:?}");
+        assert!(disposition.contains("before_after"), "{disposition}");
+        if format == "ebu-stl" {
+            // The programme title (GSI OPT, bytes 16..48) holds the name without its controls.
+            assert_eq!(&r.body[16..27], b"beforeafter", "{:?}", &r.body[16..48]);
+            assert!(r.body[16..48].iter().all(|&b| b >= 0x20));
+            continue;
+        }
+        let text = r.text();
+        assert!(!controls(&text), "{format}: {text:?}");
+        if format == "ass" {
+            assert!(text.contains("Title: beforeafter\r\n"), "{text}");
+        }
+    }
+}

@@ -120,8 +120,9 @@ pub(crate) fn write_blocks<F: TextBlocks>(
     opts: &WriteOptions,
     out: &mut dyn Write,
 ) -> Result<(), WriteError> {
+    let cues = crate::controls::cues(cues);
     let mut w = BlockWriter::new(&mut f, opts, out);
-    for cue in sorted(cues, opts.offset, F::UNIT_MS) {
+    for cue in sorted(&cues, opts.offset, F::UNIT_MS) {
         w.push(
             span_units(cue, opts.offset, F::UNIT_MS),
             None,
@@ -141,7 +142,7 @@ impl<'a, F: TextBlocks> BlockWriter<'a, F> {
     /// Starts the file: the header goes into the buffer.
     pub fn new(format: &'a mut F, opts: &WriteOptions, out: &'a mut dyn Write) -> Self {
         let mut sink = Sink::new(out);
-        format.header(&mut sink.buf, opts);
+        format.header(&mut sink.buf, &crate::controls::options(opts));
         BlockWriter { format, sink }
     }
 
@@ -205,6 +206,12 @@ impl BlockLines for Unbroken<'_, '_> {
         for l in self.0 {
             debug_assert!(!any_of2(l.as_bytes(), b'\r', b'\n'));
             let t = trim_line(l);
+            if t.is_empty() {
+                continue;
+            }
+            // As the writers clean a cue's lines before they look at them (`controls::cues`).
+            let cleaned = crate::controls::cleaned(t);
+            let t = cleaned.trim();
             if !t.is_empty() {
                 f(t);
                 n += 1;
@@ -271,7 +278,7 @@ pub(crate) fn any_of4(bytes: &[u8], a: u8, b: u8, c: u8, d: u8) -> bool {
 /// which the compiler turns into vector compares. The last block overlaps the one before it; a
 /// slice shorter than a block is padded with spaces (`hit(b' ')` must be false).
 #[inline(always)]
-fn any_byte(bytes: &[u8], hit: impl Fn(u8) -> bool) -> bool {
+pub(crate) fn any_byte(bytes: &[u8], hit: impl Fn(u8) -> bool) -> bool {
     let block = |b: &[u8; 16]| b.iter().fold(0u8, |m, &x| m | hit(x) as u8) != 0;
     if bytes.len() < 16 {
         let mut padded = [b' '; 16];

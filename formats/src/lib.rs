@@ -8,6 +8,7 @@
 
 pub mod ass;
 mod common;
+mod controls;
 mod error;
 mod iso6937;
 pub mod srt;

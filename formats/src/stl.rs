@@ -47,6 +47,8 @@ pub fn write_with_date(
     date: (u16, u8, u8),
     out: &mut dyn Write,
 ) -> Result<(), WriteError> {
+    let (cues, opts) = (crate::controls::cues(cues), crate::controls::options(opts));
+    let (cues, opts): (&[Cue], &WriteOptions) = (&cues, &opts);
     let fps = stl_fps(opts.frame_rate);
     let mut order = start_order(cues, |c| cue_frames(c, fps));
     // TCI hours are one binary byte: a cue that starts at 256 hours or later has no timecode.

@@ -51,6 +51,8 @@ const TAIL: &[u8] = b"    </div>\n  </body>\n</tt>\n";
 /// follow its start is moved to start + 1 ms. Whitespace inside a line is collapsed and trimmed,
 /// as every TTML reader would do anyway, so that reading the file back gives the lines written.
 pub fn write(cues: &[Cue], opts: &WriteOptions, out: &mut dyn Write) -> Result<(), WriteError> {
+    let (cues, opts) = (crate::controls::cues(cues), crate::controls::options(opts));
+    let (cues, opts): (&[Cue], &WriteOptions) = (&cues, &opts);
     let mut buf: Vec<u8> = Vec::with_capacity(CHUNK + 4096);
     buf.extend_from_slice(HEAD_1);
     escape_into(&mut buf, opts.language.trim(), true);

@@ -435,3 +435,41 @@ fn files_written_by_ffmpeg_and_pysubs2_read_back_as_the_fixture() {
         }
     }
 }
+
+/// How many events libass itself reads from the ASS file `name` in `dir`, through ffmpeg's `ass`
+/// filter, which hands the file to libass's own reader (the `subtitles` filter and `-i` go
+/// through ffmpeg's demuxer instead). libass says `Added subtitle file: 'NAME' (S styles, E
+/// events)`; `None` when it did not take the file.
+fn libass_events(dir: &Path, name: &str) -> Option<usize> {
+    let out = run(Command::new("ffmpeg")
+        .current_dir(dir)
+        .args(["-nostdin", "-hide_banner", "-f", "lavfi", "-i"])
+        .arg("color=size=64x64:duration=0.04")
+        .arg("-vf")
+        .arg(format!("ass={name}"))
+        .args(["-frames:v", "1", "-f", "null", "-"]));
+    let log = String::from_utf8_lossy(&out.stderr);
+    let line = log.lines().find(|l| l.contains("Added subtitle file"))?;
+    let counts = line.rsplit_once('(')?.1;
+    let events = counts.split(", ").nth(1)?.split(' ').next()?;
+    events.parse().ok()
+}
+
+#[test]
+fn libass_reads_every_event_of_every_ass_output() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for f in fixtures() {
+        let name = format!("{}.ass", f.name);
+        std::fs::write(
+            dir.path().join(&name),
+            to_vec(Format::Ass, &f.cues, &f.opts).expect("write"),
+        )
+        .expect("save");
+        assert_eq!(
+            libass_events(dir.path(), &name),
+            Some(f.expected(10).len()),
+            "{}",
+            f.name
+        );
+    }
+}

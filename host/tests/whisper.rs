@@ -224,3 +224,44 @@ fn a_worker_that_hangs_is_stopped_at_the_time_limit() {
     assert!(err.0.contains("was stopped"), "{err}");
     assert!(started.elapsed() < std::time::Duration::from_secs(30));
 }
+
+#[test]
+fn the_worker_protocol_carries_the_vocabulary_prompt_and_whisper_pieces_become_words() {
+    // A stand-in worker that records the request and answers as whisper_worker.py does.
+    let dir = tempfile::tempdir().unwrap();
+    let request = dir.path().join("request.json");
+    let reply = r#"{"id": ID, "language": "en", "windows": [[0.0, 3.0, "en"]], "words": [
+        {"w": " At", "s": 0.1, "e": 0.3, "p": 0.9}, {"w": " o", "s": 0.3, "e": 0.4, "p": 0.9},
+        {"w": "'clock,", "s": 0.4, "e": 0.8, "p": 0.9}, {"w": " Cuecraft", "s": 1.0, "e": 1.5, "p": 0.9},
+        {"w": " sold", "s": 1.5, "e": 1.8, "p": 0.9}, {"w": " 2", "s": 1.9, "e": 2.1, "p": 0.9},
+        {"w": ",000.", "s": 2.1, "e": 2.6, "p": 0.9}]}"#
+        .replace('\n', " ");
+    let reply_file = dir.path().join("reply.json");
+    std::fs::write(&reply_file, reply + "\n").unwrap();
+    let script = format!(
+        "#!/bin/sh\necho '{{\"ready\": true}}'\nread line\nprintf '%s\\n' \"$line\" > '{}'\n\
+         id=$(printf '%s' \"$line\" | sed 's/.*\"id\": *\\([0-9]*\\).*/\\1/')\n\
+         echo 'noise that is not JSON'\nsed \"s/ID/$id/\" '{}'\nread line\n",
+        request.display(),
+        reply_file.display()
+    );
+    let python = dir.path().join("python3");
+    std::fs::write(&python, script).unwrap();
+    std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let wav = dir.path().join("a.wav");
+    std::fs::write(&wav, b"RIFF").unwrap();
+    let recognizer = WhisperRecognizer::new(WhisperOptions {
+        python,
+        ..WhisperOptions::default()
+    });
+    let hints = vec!["Cuecraft".to_string(), "EBU-STL".to_string()];
+    let heard = recognizer.recognize(&wav, "en-GB", &hints).unwrap();
+    assert_eq!(text(&heard.words), "At o'clock, Cuecraft sold 2,000.");
+    assert_eq!(heard.language, "en-GB");
+    assert_eq!((heard.words[1].start, heard.words[1].end), (0.3, 0.8));
+    let sent: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&request).unwrap()).unwrap();
+    assert_eq!(sent["language"], "en");
+    assert_eq!(sent["prompt"], "Glossary: Cuecraft, EBU-STL.");
+    assert_eq!(sent["wav"], wav.to_str().unwrap());
+}

@@ -84,14 +84,32 @@ impl Fixture {
     }
 }
 
-/// The display lines a writer emits for `lines`: split at CR/LF, trimmed, blank lines dropped.
+/// The display lines a writer emits for `lines`: control characters other than CR and LF gone
+/// (tab, vertical tab, form feed and NEL become spaces), split at CR/LF, trimmed, blank lines
+/// dropped.
 pub fn visible_lines(lines: &[String]) -> Vec<String> {
     lines
+        .iter()
+        .map(|l| without_controls(l))
+        .collect::<Vec<_>>()
         .iter()
         .flat_map(|l| l.split(['\r', '\n']))
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .map(str::to_string)
+        .collect()
+}
+
+/// `s` as the writers write a header field or a line of text: C0 and C1 control characters other
+/// than CR and LF removed, the spacing ones (tab, VT, FF, NEL) as a space.
+pub fn without_controls(s: &str) -> String {
+    s.chars()
+        .filter_map(|c| match c {
+            '\t' | '\u{b}' | '\u{c}' | '\u{85}' => Some(' '),
+            '\r' | '\n' => Some(c),
+            c if ('\u{0}'..='\u{1f}').contains(&c) || ('\u{7f}'..='\u{9f}').contains(&c) => None,
+            c => Some(c),
+        })
         .collect()
 }
 
@@ -320,6 +338,31 @@ pub fn fixtures() -> Vec<Fixture> {
                 ),
             ],
             opts: opts("en", "Untidy\r\ntitle"),
+        },
+        Fixture {
+            // A job may be named with control characters, and text may hold them: every writer
+            // leaves them out of header fields and text (a NUL in ASS's Title makes libass drop
+            // the whole track; XML forbids them; in EBU-STL they are teletext codes).
+            name: "control_characters",
+            cues: vec![
+                cue(1, 500, 1_500, &["before\u{0}after"]),
+                cue(2, 2_000, 3_000, &["tab\there", "bell\u{7}rings"]),
+                cue(
+                    3,
+                    3_500,
+                    4_500,
+                    &["c1\u{85}next\u{9b}csi", "del\u{7f}ete\u{1b}"],
+                ),
+                // Nothing visible once the controls are gone: no cue.
+                cue(4, 5_000, 6_000, &["\u{0}\u{1}", "\u{8}"]),
+                cue(
+                    5,
+                    6_500,
+                    7_500,
+                    &["end\u{0}\u{1}\u{2}\u{3}\u{4}\u{5}\u{6}\u{e}\u{f}\u{10}\u{1f}."],
+                ),
+            ],
+            opts: opts("en\u{0}", "before\u{0}after\u{9b}"),
         },
     ]
 }
