@@ -72,6 +72,15 @@ fn the_editor_works_in_chromium() {
     let audio = ready_job(&server, &org.key, "Lecture (audio)", &wav, "audio/wav");
     let video = ready_job(&server, &org.key, "Interview (video)", &mp4, "video/mp4");
     let foreign = ready_job(&server, &other.key, "Foreign", &wav, "audio/wav");
+    // A job still waiting for its upload: the browser uploads it while the list is open, and the
+    // row's status must follow without a reload.
+    let size = std::fs::metadata(&wav).expect("wav").len();
+    let pending = server.create_job(
+        &org.key,
+        &json!({"filename": "late.wav", "contentType": "audio/wav", "sizeBytes": size, "durationSeconds": 4, "name": "Pending upload"}),
+    );
+    assert_eq!(pending.status, 201, "{}", pending.text());
+    let pending = pending.json();
     let shots = root.join("target/screenshots");
     std::fs::create_dir_all(&shots).expect("screenshot dir");
     let cfg = json!({
@@ -81,6 +90,7 @@ fn the_editor_works_in_chromium() {
         "audio": audio,
         "video": video,
         "foreign": foreign,
+        "pending": {"id": pending["id"], "url": pending["upload"]["url"], "media": wav},
         "shots": shots,
         "profile": server.tmp.path().join("chromium-profile"),
     });

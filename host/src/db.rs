@@ -155,6 +155,9 @@ const MAIN_MIGRATIONS: &[&str] = &[
     CREATE INDEX jobs_org_updated ON jobs(org_id, updated_at, id);
     CREATE INDEX jobs_org_name ON jobs(org_id, name, id);
     CREATE INDEX jobs_owner_created ON jobs(owner_member_id, created_at, id);",
+    // 3: a member's folder projects found from the folder, so a member's list costs what they
+    // may see, not the organisation's size.
+    "CREATE INDEX jobs_folder ON jobs(folder_id, created_at, id);",
 ];
 
 const BILLING_MIGRATIONS: &[&str] = &[

@@ -9,38 +9,55 @@ pub fn seconds(t: Millis) -> Value {
     json!(t.0 as f64 / 1000.0)
 }
 
+/// A stored word as read: borrowed text where the JSON has no escapes.
+#[derive(serde::Deserialize)]
+struct StoredIn<'a> {
+    #[serde(borrow)]
+    t: std::borrow::Cow<'a, str>,
+    s: i64,
+    e: i64,
+    p: u64,
+    #[serde(default, borrow)]
+    b: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// A stored word as written.
+#[derive(serde::Serialize)]
+struct StoredOut<'a> {
+    t: &'a str,
+    s: i64,
+    e: i64,
+    p: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    b: Option<&'static str>,
+}
+
 /// Encodes words for storage: `[{"t":text,"s":ms,"e":ms,"p":speaker,"b":"line"|"cue"}]`.
+/// Serialized straight from the words (no JSON tree): a 10-hour transcript is 100,000 of them.
 pub fn encode(words: &[Word]) -> String {
-    let list: Vec<Value> = words
+    let list: Vec<StoredOut<'_>> = words
         .iter()
-        .map(|w| {
-            let mut v = json!({"t": &*w.text, "s": w.start.0, "e": w.end.0, "p": w.speaker});
-            if let Some(b) = w.break_after {
-                v["b"] = json!(match b {
-                    Break::Line => "line",
-                    Break::Cue => "cue",
-                });
-            }
-            v
+        .map(|w| StoredOut {
+            t: &w.text,
+            s: w.start.0,
+            e: w.end.0,
+            p: w.speaker,
+            b: w.break_after.map(|b| match b {
+                Break::Line => "line",
+                Break::Cue => "cue",
+            }),
         })
         .collect();
-    Value::Array(list).to_string()
+    serde_json::to_string(&list).unwrap_or_else(|_| "[]".to_string())
 }
 
 /// Decodes stored words; `None` when the stored text is not what [`encode`] writes.
 pub fn decode(stored: &str) -> Option<Vec<Word>> {
-    let value: Value = serde_json::from_str(stored).ok()?;
-    value
-        .as_array()?
-        .iter()
+    let list: Vec<StoredIn<'_>> = serde_json::from_str(stored).ok()?;
+    list.into_iter()
         .map(|w| {
-            let mut word = Word::new(
-                w.get("t")?.as_str()?,
-                Millis(w.get("s")?.as_i64()?),
-                Millis(w.get("e")?.as_i64()?),
-                u32::try_from(w.get("p")?.as_u64()?).ok()?,
-            );
-            word.break_after = match w.get("b").and_then(Value::as_str) {
+            let mut word = Word::new(&*w.t, Millis(w.s), Millis(w.e), u32::try_from(w.p).ok()?);
+            word.break_after = match w.b.as_deref() {
                 Some("line") => Some(Break::Line),
                 Some("cue") => Some(Break::Cue),
                 _ => None,

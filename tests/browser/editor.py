@@ -71,8 +71,19 @@ with sync_playwright() as pw:
     page.goto(BASE + cfg["link"])
     page.click("#use-link")
     expect(page).to_have_url(BASE + "/projects")
-    expect(page.locator("tr[data-id]")).to_have_count(2)
+    expect(page.locator("tr[data-id]")).to_have_count(3)
     page.screenshot(path=cfg["shots"] + "/list.png", full_page=True)
+
+    step("the list follows a running job's status without a reload")
+    pending = cfg["pending"]
+    badge = page.locator(f'tr[data-id="{pending["id"]}"] [data-status]')
+    expect(badge).to_have_text("uploading")
+    body = open(pending["media"], "rb").read()
+    put = urllib.request.Request(pending["url"], data=body, method="PUT",
+                                 headers={"Content-Type": "audio/wav"})
+    with urllib.request.urlopen(put) as r:
+        assert r.status == 200, r.status
+    expect(badge).to_have_text("ready", timeout=30000)
 
     step("search the list")
     page.fill("input[name=q]", "video")

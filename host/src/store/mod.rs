@@ -343,18 +343,24 @@ pub fn list_projects(
     viewer: &Member,
     q: &ProjectQuery,
 ) -> rusqlite::Result<Vec<ProjectRow>> {
-    let mut sql = String::from(
+    // Owners and admins read the organisation's (org, key, id) index in order; a member's rows
+    // are gathered from the owner and folder indexes first (what they may see, usually far
+    // fewer), then ordered. The indexes are named: with statistics from ANALYZE on an
+    // organisation where one owner holds most jobs, SQLite would otherwise scan the table.
+    let source = if viewer.sees_everything() {
+        "jobs j"
+    } else {
+        "(SELECT * FROM jobs INDEXED BY jobs_owner_created WHERE owner_member_id = ?2
+          UNION
+          SELECT * FROM jobs INDEXED BY jobs_folder WHERE folder_id IN
+            (SELECT folder_id FROM folder_members WHERE member_id = ?2)) j"
+    };
+    let mut sql = format!(
         "SELECT j.id, j.name, j.status, f.name, COALESCE(j.measured_seconds, j.declared_seconds),
                 j.created_at, j.updated_at
-         FROM jobs j LEFT JOIN folders f ON f.id = j.folder_id
-         WHERE j.org_id = ?1",
+         FROM {source} LEFT JOIN folders f ON f.id = j.folder_id
+         WHERE j.org_id = ?1 AND ?2 IS NOT NULL"
     );
-    if !viewer.sees_everything() {
-        sql.push_str(" AND ");
-        sql.push_str(MEMBER_SEES);
-    } else {
-        sql.push_str(" AND ?2 IS NOT NULL");
-    }
     if q.search.is_some() {
         sql.push_str(" AND instr(lower(j.name), lower(?3)) > 0");
     } else {
@@ -511,9 +517,9 @@ pub enum Saved {
 }
 
 /// Stores new words for a transcript at `expected` revision: one transaction bumps the revision
-/// (compare-and-swap), appends the revision history (recording the words as recognised as
-/// revision 0 before the first edit), and moves the job's `updatedAt` forward (by at least one
-/// millisecond, so every edit is visible in it).
+/// (compare-and-swap), appends `change` to the revision history (the words as recognised are
+/// recorded whole as revision 0 before the first edit; later entries hold what changed), and
+/// moves the job's `updatedAt` forward (by at least one millisecond, so every edit shows in it).
 #[allow(clippy::too_many_arguments)]
 pub fn save_words(
     c: &mut Connection,
@@ -521,19 +527,20 @@ pub fn save_words(
     transcript_id: &str,
     expected: i64,
     words: &str,
+    change: &str,
     member_id: &str,
     note: &str,
     now: i64,
 ) -> rusqlite::Result<Saved> {
     let tx = c.transaction()?;
-    let current: Option<(i64, Option<String>)> = tx
+    let current: Option<i64> = tx
         .query_row(
-            "SELECT revision, words FROM transcripts WHERE id = ?1 AND job_id = ?2",
+            "SELECT revision FROM transcripts WHERE id = ?1 AND job_id = ?2",
             params![transcript_id, job_id],
-            |r| Ok((r.get(0)?, r.get(1)?)),
+            |r| r.get(0),
         )
         .optional()?;
-    let Some((revision, old_words)) = current else {
+    let Some(revision) = current else {
         return Ok(Saved::Conflict(-1));
     };
     if revision != expected {
@@ -542,8 +549,8 @@ pub fn save_words(
     if revision == 0 {
         tx.execute(
             "INSERT OR IGNORE INTO revisions (transcript_id, revision, words, member_id, note, created_at)
-             VALUES (?1, 0, ?2, NULL, 'As recognised', ?3)",
-            params![transcript_id, old_words.unwrap_or_else(|| "[]".into()), now],
+             SELECT id, 0, COALESCE(words, '[]'), NULL, 'As recognised', ?2 FROM transcripts WHERE id = ?1",
+            params![transcript_id, now],
         )?;
     }
     let next = revision + 1;
@@ -554,7 +561,7 @@ pub fn save_words(
     tx.execute(
         "INSERT INTO revisions (transcript_id, revision, words, member_id, note, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        params![transcript_id, next, words, member_id, note, now],
+        params![transcript_id, next, change, member_id, note, now],
     )?;
     tx.execute(
         "UPDATE jobs SET updated_at = MAX(?1, updated_at + 1) WHERE id = ?2",
@@ -591,18 +598,23 @@ pub fn revisions(c: &Connection, transcript_id: &str) -> rusqlite::Result<Vec<Re
     rows.collect()
 }
 
-/// The words of one stored revision.
-pub fn revision_words(
+/// The history entries of revisions 0 to `revision`, in order (revision 0 holds the words as
+/// recognised, each later one the change it made); empty when `revision` is not in the history.
+pub fn revision_entries(
     c: &Connection,
     transcript_id: &str,
     revision: i64,
-) -> rusqlite::Result<Option<String>> {
-    c.query_row(
-        "SELECT words FROM revisions WHERE transcript_id = ?1 AND revision = ?2",
-        params![transcript_id, revision],
-        |r| r.get(0),
-    )
-    .optional()
+) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = c.prepare_cached(
+        "SELECT words FROM revisions WHERE transcript_id = ?1 AND revision <= ?2 ORDER BY revision",
+    )?;
+    let rows = stmt.query_map(params![transcript_id, revision], |r| r.get(0))?;
+    let rows: Vec<String> = rows.collect::<rusqlite::Result<_>>()?;
+    Ok(if rows.len() as i64 == revision + 1 {
+        rows
+    } else {
+        Vec::new()
+    })
 }
 
 /// A ready transcript's listing.

@@ -138,7 +138,8 @@ fn editor_json(
     c: &rusqlite::Connection,
     job: &JobRow,
     transcript: Option<&str>,
-) -> Result<Value, WebError> {
+    preloaded: Option<(String, i64, Vec<Word>)>,
+) -> Result<Vec<u8>, WebError> {
     let (video, audio, peaks) = crate::pipeline::editor_media_paths(&app.config.data_dir, &job.id);
     let media = if video.is_file() {
         json!({"kind": "video", "url": format!("/editor/{}/media", job.id)})
@@ -163,10 +164,12 @@ fn editor_json(
             json!({"url": format!("/editor/{}/peaks", job.id), "perSecond": crate::media::PEAKS_PER_SECOND})
         } else { Value::Null },
         "transcripts": [],
-        "cues": [],
     });
     if job.status != "ready" {
-        return Ok(out);
+        return to_bytes(&EditorData {
+            meta: out,
+            cues: Vec::new(),
+        });
     }
     let list = crate::store::ready_transcripts(c, &job.id)?;
     out["transcripts"] = Value::Array(
@@ -174,11 +177,17 @@ fn editor_json(
             .map(|t| json!({"id": t.id, "kind": t.kind, "language": t.language, "label": t.label}))
             .collect(),
     );
-    let Some(stored) = crate::store::transcript_words(c, &job.id, transcript)? else {
-        return Err(WebError::NotFound);
+    let (transcript_id, revision, words) = match preloaded {
+        Some(p) => p,
+        None => {
+            let Some(stored) = crate::store::transcript_words(c, &job.id, transcript)? else {
+                return Err(WebError::NotFound);
+            };
+            let words = decode(&stored.words)
+                .ok_or_else(|| WebError::Internal(format!("words of {}", stored.transcript_id)))?;
+            (stored.transcript_id, stored.revision, words)
+        }
     };
-    let words = decode(&stored.words)
-        .ok_or_else(|| WebError::Internal(format!("words of {}", stored.transcript_id)))?;
     let settings = job_settings(job).map_err(|e| WebError::Internal(e.message()))?;
     let cues = layout(&words, &settings, fr);
     // Live warnings: the engine's QC rules against what the job's settings promise, one labelled
@@ -201,51 +210,99 @@ fn editor_json(
     }
     let mut from = 0usize;
     let mut list_json = Vec::with_capacity(cues.len());
-    for cue in &cues {
+    for (k, cue) in cues.iter().enumerate() {
         let to = (from + cue.words.len()).min(words.len());
-        let ws: Vec<Value> = (from..to)
-            .map(|i| {
-                let w = &words[i];
-                json!({
-                    "i": i,
-                    "text": &*w.text,
-                    "start": w.start.0,
-                    "end": w.end.0,
-                    "br": match w.break_after { Some(Break::Line) => "line", Some(Break::Cue) => "cue", None => "" },
+        list_json.push(CueOut {
+            index: cue.index,
+            start: cue.start.0,
+            end: cue.end.0,
+            speaker: cue.speaker,
+            lines: &cue.lines,
+            from,
+            to,
+            words: (from..to)
+                .map(|i| {
+                    let w = &words[i];
+                    WordOut {
+                        i,
+                        text: &w.text,
+                        start: w.start.0,
+                        end: w.end.0,
+                        br: match w.break_after {
+                            Some(Break::Line) => "line",
+                            Some(Break::Cue) => "cue",
+                            None => "",
+                        },
+                    }
                 })
-            })
-            .collect();
-        list_json.push(json!({
-            "index": cue.index,
-            "start": cue.start.0,
-            "end": cue.end.0,
-            "speaker": cue.speaker,
-            "lines": cue.lines,
-            "from": from,
-            "to": to,
-            "words": ws,
-            "warnings": warnings.get(list_json.len()).cloned().unwrap_or_default(),
-        }));
+                .collect(),
+            warnings: warnings.get(k).map(Vec::as_slice).unwrap_or_default(),
+        });
         from = to;
     }
     let kind = list
         .iter()
-        .find(|t| t.id == stored.transcript_id)
+        .find(|t| t.id == transcript_id)
         .map(|t| t.kind.clone())
         .unwrap_or_default();
     out["transcript"] = json!({
-        "id": stored.transcript_id,
-        "revision": stored.revision,
+        "id": transcript_id,
+        "revision": revision,
         "kind": kind,
         "wordCount": words.len(),
     });
-    out["cues"] = Value::Array(list_json);
     out["qc"] = json!({
         "errors": report.summary.errors,
         "warnings": report.summary.warnings,
     });
     out["settings"] = json!({"maxCharsPerLine": settings.max_chars_per_line, "maxLinesPerSubtitle": settings.max_lines_per_subtitle});
-    Ok(out)
+    to_bytes(&EditorData {
+        meta: out,
+        cues: list_json,
+    })
+}
+
+/// A word of a cue as the editor receives it; `i` is its index in the stored words.
+#[derive(serde::Serialize)]
+struct WordOut<'a> {
+    i: usize,
+    text: &'a str,
+    start: i64,
+    end: i64,
+    br: &'static str,
+}
+
+/// A cue as the editor receives it: the layout's cue, the range of stored words it shows, and its
+/// warnings.
+#[derive(serde::Serialize)]
+struct CueOut<'a> {
+    index: u32,
+    start: i64,
+    end: i64,
+    speaker: u32,
+    lines: &'a [String],
+    from: usize,
+    to: usize,
+    words: Vec<WordOut<'a>>,
+    warnings: &'a [Value],
+}
+
+/// The editor's data: the small fields as a JSON object, the cues serialized straight from the
+/// layout (a 10-hour transcript has 100,000 words: no JSON tree is built for them).
+#[derive(serde::Serialize)]
+struct EditorData<'a> {
+    #[serde(flatten)]
+    meta: Value,
+    cues: Vec<CueOut<'a>>,
+}
+
+fn to_bytes(data: &EditorData<'_>) -> Result<Vec<u8>, WebError> {
+    serde_json::to_vec(data).map_err(|e| WebError::Internal(format!("editor data: {e}")))
+}
+
+/// A JSON answer of already serialized bytes.
+fn json_bytes(bytes: Vec<u8>) -> Response<Body> {
+    respond_bytes(200, "application/json; charset=utf-8", bytes)
 }
 
 /// The short label a rule's signal carries in the editor.
@@ -279,10 +336,10 @@ pub async fn data(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
     let app2 = app.clone();
     let value = db(app, move |c| {
         let job = visible(c, &viewer, &jid)?;
-        editor_json(&app2, c, &job, transcript.as_deref())
+        editor_json(&app2, c, &job, transcript.as_deref(), None)
     })
     .await?;
-    Ok(json_ok(&value))
+    Ok(json_bytes(value))
 }
 
 /// A parsed `Range: bytes=...` header for a file of `len` bytes: (first, last) inclusive, or
@@ -632,24 +689,28 @@ fn save(
     job: &JobRow,
     stored: &StoredWords,
     expected: i64,
+    old: &[Word],
     words: &[Word],
     member: &Member,
     note: &str,
-) -> Result<Value, WebError> {
+) -> Result<Vec<u8>, WebError> {
     let saved = crate::store::save_words(
         c,
         &job.id,
         &stored.transcript_id,
         expected,
         &encode(words),
+        &splice_diff(old, words),
         &member.id,
         note,
         now_ms(),
     )?;
     match saved {
-        Saved::Revision(_) => {
+        Saved::Revision(revision) => {
+            // The words just saved are laid out as they are: no second read and decode.
             let job = crate::jobs::load_job(c, &job.id)?.ok_or(WebError::NotFound)?;
-            editor_json(app, c, &job, Some(&stored.transcript_id))
+            let preloaded = (stored.transcript_id.clone(), revision, words.to_vec());
+            editor_json(app, c, &job, None, Some(preloaded))
         }
         Saved::Conflict(rev) => Err(WebError::Conflict(rev)),
     }
@@ -695,13 +756,16 @@ pub async fn edit(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
     let app2 = app.clone();
     let value = db(app, move |c| {
         let member = session.member;
-        let (job, stored, expected, mut words) = load_for_edit(c, &member, &jid, &body)?;
+        let (job, stored, expected, old) = load_for_edit(c, &member, &jid, &body)?;
         let frame = job_frame_rate(&job).frames_duration(1);
+        let mut words = old.clone();
         let note = apply_op(&mut words, &body, frame)?;
-        save(&app2, c, &job, &stored, expected, &words, &member, &note)
+        save(
+            &app2, c, &job, &stored, expected, &old, &words, &member, &note,
+        )
     })
     .await?;
-    Ok(json_ok(&value))
+    Ok(json_bytes(value))
 }
 
 /// POST /editor/{id}/restore: `{transcript, revision, restore, note?}` saves an earlier
@@ -719,23 +783,73 @@ pub async fn restore(
     let app2 = app.clone();
     let value = db(app, move |c| {
         let member = session.member;
-        let (job, stored, expected, _) = load_for_edit(c, &member, &jid, &body)?;
+        let (job, stored, expected, current) = load_for_edit(c, &member, &jid, &body)?;
         let wanted = body
             .get("restore")
             .and_then(Value::as_i64)
             .ok_or_else(|| WebError::BadRequest("`restore` must be a revision.".into()))?;
-        let old = crate::store::revision_words(c, &stored.transcript_id, wanted)?
-            .ok_or_else(|| WebError::BadRequest(format!("There is no revision {wanted}.")))?;
-        let words = decode(&old).ok_or_else(|| WebError::Internal("stored revision".into()))?;
+        let entries = crate::store::revision_entries(c, &stored.transcript_id, wanted)?;
+        if entries.is_empty() {
+            return Err(WebError::BadRequest(format!(
+                "There is no revision {wanted}."
+            )));
+        }
+        let words = replay(&entries).ok_or_else(|| WebError::Internal("stored history".into()))?;
         let note = match body.get("note").and_then(Value::as_str) {
             Some("undo") => format!("Undo (back to revision {wanted})"),
             Some("redo") => format!("Redo (revision {wanted})"),
             _ => format!("Restored revision {wanted}"),
         };
-        save(&app2, c, &job, &stored, expected, &words, &member, &note)
+        save(
+            &app2, c, &job, &stored, expected, &current, &words, &member, &note,
+        )
     })
     .await?;
-    Ok(json_ok(&value))
+    Ok(json_bytes(value))
+}
+
+/// The change from `old` to `new` as one splice, for the revision history:
+/// `{"from":i,"remove":n,"insert":[stored words]}` (the words between their common start and
+/// common end), so a history entry of a 10-hour transcript is the size of the edit, not 5 MB.
+pub fn splice_diff(old: &[Word], new: &[Word]) -> String {
+    let mut from = 0;
+    while from < old.len() && from < new.len() && old[from] == new[from] {
+        from += 1;
+    }
+    let mut tail = 0;
+    while tail < old.len() - from
+        && tail < new.len() - from
+        && old[old.len() - 1 - tail] == new[new.len() - 1 - tail]
+    {
+        tail += 1;
+    }
+    let insert = encode(&new[from..new.len() - tail]);
+    format!(
+        "{{\"from\":{from},\"remove\":{},\"insert\":{insert}}}",
+        old.len() - tail - from
+    )
+}
+
+/// The words of a revision from its history entries: the first whole, each later one a splice.
+pub fn replay(entries: &[String]) -> Option<Vec<Word>> {
+    let (first, rest) = entries.split_first()?;
+    let mut words = decode(first)?;
+    for entry in rest {
+        if entry.starts_with('[') {
+            // A whole word list (how the first version of the history stored every revision).
+            words = decode(entry)?;
+            continue;
+        }
+        let v: Value = serde_json::from_str(entry).ok()?;
+        let from = usize::try_from(v.get("from")?.as_u64()?).ok()?;
+        let remove = usize::try_from(v.get("remove")?.as_u64()?).ok()?;
+        let insert = decode(&v.get("insert")?.to_string())?;
+        if from.checked_add(remove)? > words.len() {
+            return None;
+        }
+        words.splice(from..from + remove, insert);
+    }
+    Some(words)
 }
 
 #[cfg(test)]
@@ -748,6 +862,58 @@ mod tests {
             Word::new("two", Millis(500), Millis(900), 0),
             Word::new("three", Millis(1000), Millis(1500), 1),
         ]
+    }
+
+    #[test]
+    fn history_splices_replay_to_every_revision() {
+        let base = words();
+        let mut edited = base.clone();
+        apply_op(
+            &mut edited,
+            &json!({"op": "text", "from": 1, "to": 2, "text": "2 and a half"}),
+            Millis(40),
+        )
+        .expect("text");
+        let mut split = edited.clone();
+        apply_op(&mut split, &json!({"op": "split", "at": 2}), Millis(40)).expect("split");
+        let entries = vec![
+            encode(&base),
+            splice_diff(&base, &edited),
+            splice_diff(&edited, &split),
+            splice_diff(&split, &base),
+            splice_diff(&base, &base),
+        ];
+        assert_eq!(replay(&entries[..1]), Some(base.clone()));
+        assert_eq!(replay(&entries[..2]), Some(edited.clone()));
+        assert_eq!(replay(&entries[..3]), Some(split.clone()));
+        assert_eq!(replay(&entries[..4]), Some(base.clone()));
+        assert_eq!(replay(&entries), Some(base.clone()));
+        assert_eq!(
+            splice_diff(&base, &base),
+            "{\"from\":3,\"remove\":0,\"insert\":[]}"
+        );
+        // One word changed in 300: the entry holds that word, not the list.
+        let long: Vec<Word> = (0..300)
+            .map(|i| Word::new(format!("w{i}"), Millis(i * 100), Millis(i * 100 + 80), 0))
+            .collect();
+        let mut one = long.clone();
+        one[150].text = "changed".into();
+        let diff = splice_diff(&long, &one);
+        assert_eq!(
+            diff,
+            format!(
+                "{{\"from\":150,\"remove\":1,\"insert\":{}}}",
+                encode(&one[150..151])
+            )
+        );
+        assert_eq!(replay(&[encode(&long), diff]), Some(one));
+        assert_eq!(
+            replay(&[
+                "[]".to_string(),
+                "{\"from\":5,\"remove\":1,\"insert\":[]}".to_string()
+            ]),
+            None
+        );
     }
 
     #[test]
