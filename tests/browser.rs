@@ -65,7 +65,9 @@ fn the_editor_works_in_chromium() {
         python.exists() && Path::new("/usr/bin/chromium").exists(),
         "run scripts/setup: it installs chromium and Playwright into .venv"
     );
-    let server = Server::start(&[]);
+    // Several jobs are polled to ready while other tests load the machine: the rate limit is not
+    // what this test is about.
+    let server = Server::start(&["--rate-limit-per-minute", "100000"]);
     let org = server.org(100_000, &[]);
     let other = server.org(100_000, &[]);
     let (wav, mp4) = media(server.tmp.path());

@@ -1,7 +1,9 @@
 //! `cuecraft convert` as users run it: the real binary on real files, standard input and output,
-//! checked against what the formats library writes for the same cues.
+//! checked against what the formats library writes for the same cues; `cuecraft serve` refusing to
+//! start without the whisper model.
 
 use std::io::Write;
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use cuecraft_engine::{Cue, Millis};
@@ -169,4 +171,44 @@ fn a_bad_file_fails_with_where_and_why_and_leaves_nothing() {
         "{stderr}"
     );
     assert!(!out.exists() && !dir.path().join("out.vtt.tmp").exists());
+}
+
+#[test]
+fn serve_refuses_to_start_without_the_whisper_model_in_one_line_naming_the_fix() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let model = dir.path().join("whisper-base");
+    std::fs::create_dir(&model).expect("mkdir");
+    for (missing, wanted) in [
+        (true, "config.json is missing: run scripts/setup"),
+        (
+            false,
+            "does not match its SHA-256 checksum: run scripts/setup",
+        ),
+    ] {
+        if !missing {
+            // Every file present, one of them altered.
+            let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join(".models/whisper-base");
+            for name in ["config.json", "tokenizer.json", "vocabulary.txt"] {
+                std::fs::copy(shipped.join(name), model.join(name)).expect("copy");
+            }
+            std::fs::write(model.join("model.bin"), b"not the model").expect("write");
+        }
+        let out = Command::new(BIN)
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(dir.path().join("data"))
+            .arg("--whisper-model")
+            .arg(&model)
+            .env_remove("RUST_BACKTRACE")
+            .env_remove("RUST_LIB_BACKTRACE")
+            .output()
+            .expect("run serve");
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(wanted), "{stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(
+            !dir.path().join("data").exists(),
+            "nothing is created: {stderr}"
+        );
+    }
 }

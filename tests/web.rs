@@ -792,3 +792,94 @@ fn the_editor_shows_one_labelled_warning_per_broken_rule_from_the_engines_qc() {
         data["qc"]
     );
 }
+
+#[test]
+fn layout_settings_changed_in_the_editor_re_lay_out_the_cues_everywhere() {
+    let server = Server::start(&[]);
+    let org = server.org(1000, &[]);
+    let id = ready_job(&server, &org.key, "talk", &server.tone(3), "audio/wav");
+    let web = Web::sign_in(&server, &org.owner);
+    let before = server.get(&org.key, &format!("/v1/jobs/{id}")).json();
+    let longest = |v: &Value| -> usize {
+        v["cues"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|c| c["lines"].as_array().cloned().unwrap_or_default())
+            .map(|l| l.as_str().unwrap_or("").chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    assert!(
+        longest(
+            &server
+                .get(&org.key, &format!("/v1/jobs/{id}/transcript"))
+                .json()
+        ) > 20
+    );
+    std::thread::sleep(Duration::from_millis(5));
+    let r = web.post_json(
+        &format!("/editor/{id}/settings"),
+        &json!({"settings": {"maxCharsPerLine": 20, "maxLinesPerSubtitle": 1}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["settings"]["maxCharsPerLine"], 20);
+    assert!(longest(&r.json()) <= 20);
+    // The API lays out with the new settings at once, byte for byte as the editor downloads.
+    let api = server
+        .get(&org.key, &format!("/v1/jobs/{id}/transcript"))
+        .json();
+    assert!(longest(&api) <= 20, "{api}");
+    assert!(api["cues"].as_array().map(Vec::len) > Some(1));
+    let job = server.get(&org.key, &format!("/v1/jobs/{id}")).json();
+    assert!(job["updatedAt"].as_str() > before["updatedAt"].as_str());
+    for f in FORMATS {
+        let ours = web.get(&format!("/editor/{id}/download?format={f}"));
+        let theirs = server.get(&org.key, &format!("/v1/jobs/{id}/subtitles?format={f}"));
+        assert_eq!(ours.body, theirs.body, "{f}");
+    }
+    // The API's validation, naming the field; recognition settings are not the editor's.
+    let bad = web.post_json(
+        &format!("/editor/{id}/settings"),
+        &json!({"settings": {"maxCharsPerLine": 5}}),
+    );
+    assert_eq!(bad.status, 400);
+    assert!(
+        bad.json()["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("settings.maxCharsPerLine")),
+        "{}",
+        bad.text()
+    );
+    let lang = web.post_json(
+        &format!("/editor/{id}/settings"),
+        &json!({"settings": {"language": "nl"}}),
+    );
+    assert_eq!(lang.status, 400);
+    let combined = web.post_json(
+        &format!("/editor/{id}/settings"),
+        &json!({"settings": {"minDuration": 5, "maxDuration": 2}}),
+    );
+    assert_eq!(combined.status, 400, "{}", combined.text());
+    assert_eq!(
+        server
+            .get(&org.key, &format!("/v1/jobs/{id}/transcript"))
+            .json()["cues"],
+        api["cues"]
+    );
+    // Without the CSRF token nothing changes.
+    let r = request(
+        server.port,
+        "POST",
+        &format!("/editor/{id}/settings"),
+        &[
+            ("Cookie", &web.cookie),
+            ("Accept", "application/json"),
+            ("Content-Type", "application/json"),
+        ],
+        json!({"settings": {"maxCharsPerLine": 42}})
+            .to_string()
+            .as_bytes(),
+    );
+    assert_eq!(r.status, 403);
+}

@@ -45,9 +45,9 @@ pub struct ServeArgs {
         default_value = ".venv/bin/python3"
     )]
     pub whisper_python: PathBuf,
-    /// The whisper recognizer's beam size: 1 (greedy, the default) is about 1.5x faster than 5
-    /// at the same word error rate on the recognition corpus (BENCHMARKS.md).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10))]
+    /// The whisper recognizer's beam size: 5 (the default) is more accurate than 1 (greedy) for
+    /// 10-50% more decoding CPU (BENCHMARKS.md, "Recognition").
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=10))]
     pub whisper_beam: u32,
     /// Jobs processed at the same time.
     #[arg(long, default_value_t = 2)]

@@ -17,7 +17,7 @@ fn options() -> WhisperOptions {
     let opts = WhisperOptions {
         python: root.join(".venv/bin/python3"),
         model: root.join(".models/whisper-base"),
-        beam: 1,
+        beam: 5,
         threads: 2,
     };
     check_whisper_installation(&opts)

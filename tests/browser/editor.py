@@ -193,6 +193,15 @@ with sync_playwright() as pw:
     revision(page, 8)
     expect(page.locator("li.cue").first).to_contain_text("Hello world.")
 
+    step("change a layout setting: the cues are laid out again at once")
+    lines_before = page.locator("li.cue .line").count()
+    page.click("#settings-panel summary")
+    page.fill('#settings-form input[name="maxCharsPerLine"]', "16")
+    page.click("#settings-form button[type=submit]")
+    expect(page.locator('#settings-form input[name="maxCharsPerLine"]')).to_have_value("16")
+    wait_js(page, f"document.querySelectorAll('li.cue .line').length > {lines_before}")
+    assert max(len(t) for t in page.locator("li.cue .line").all_inner_texts()) <= 16
+
     step("download every format: the API's bytes")
     for fmt in ["srt", "vtt", "ttml", "ass", "ebu-stl"]:
         with page.expect_download() as info:

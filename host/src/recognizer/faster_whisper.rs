@@ -54,7 +54,7 @@ pub struct WhisperOptions {
     pub python: PathBuf,
     /// The CTranslate2 model directory (`.models/whisper-base`).
     pub model: PathBuf,
-    /// Beam size (1 = greedy).
+    /// Beam size (1 = greedy; 5, the default, is more accurate for a little more CPU).
     pub beam: u32,
     /// CPU threads per worker process.
     pub threads: usize,
@@ -65,7 +65,7 @@ impl Default for WhisperOptions {
         WhisperOptions {
             python: PathBuf::from(".venv/bin/python3"),
             model: PathBuf::from(".models/whisper-base"),
-            beam: 1,
+            beam: 5,
             threads: 1,
         }
     }

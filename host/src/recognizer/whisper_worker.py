@@ -17,6 +17,7 @@ import struct
 import sys
 
 WINDOW_S = 30.0
+SENTENCE_ENDS = (".", "?", "!", "。", "？", "！", "…")
 SAMPLE_RATE = 16000
 
 
@@ -70,6 +71,44 @@ def speech_windows(audio):
     return windows
 
 
+def sentence_ends(words):
+    return sum(1 for w in words if w["w"].strip().endswith(SENTENCE_ENDS))
+
+
+def run_on(words):
+    """Whether a window reads as one run-on sentence: fewer than one end per 25 words."""
+    return len(words) >= 12 and sentence_ends(words) * 25 < len(words)
+
+
+def decode(model, beam, chunk, lang, prompt, offset):
+    """One window's word pieces, with times in the whole file."""
+    segments, _info = model.transcribe(
+        chunk,
+        language=lang,
+        beam_size=beam,
+        word_timestamps=True,
+        condition_on_previous_text=False,
+        initial_prompt=prompt,
+        vad_filter=False,
+        temperature=[0.0, 0.2, 0.4, 0.6],
+        compression_ratio_threshold=2.4,
+        log_prob_threshold=-1.0,
+        no_speech_threshold=0.6,
+    )
+    out = []
+    for seg in segments:
+        for w in seg.words or []:
+            out.append(
+                {
+                    "w": w.word,
+                    "s": round(w.start + offset, 3),
+                    "e": round(w.end + offset, 3),
+                    "p": round(float(w.probability), 3),
+                }
+            )
+    return out
+
+
 def detect(model, audio):
     lang, prob, _ = model.detect_language(audio=audio)
     return lang, prob
@@ -98,36 +137,28 @@ def transcribe(model, beam, req):
             forced = max(best, key=best.get)
 
     words, spans = [], []
+    context = {}  # language -> the last window's text in it that was written with punctuation
     for s, e in windows:
         chunk = audio[s:e]
         lang = forced
         if lang is None:
             lang, _ = detect(model, chunk)
-        segments, _info = model.transcribe(
-            chunk,
-            language=lang,
-            beam_size=beam,
-            word_timestamps=True,
-            condition_on_previous_text=False,
-            initial_prompt=prompt,
-            vad_filter=False,
-            temperature=[0.0, 0.2, 0.4, 0.6],
-            compression_ratio_threshold=2.4,
-            log_prob_threshold=-1.0,
-            no_speech_threshold=0.6,
-        )
         offset = s / SAMPLE_RATE
-        window_words = []
-        for seg in segments:
-            for w in seg.words or []:
-                window_words.append(
-                    {
-                        "w": w.word,
-                        "s": round(w.start + offset, 3),
-                        "e": round(w.end + offset, 3),
-                        "p": round(float(w.probability), 3),
-                    }
-                )
+        window_words = decode(model, beam, chunk, lang, prompt, offset)
+        # Whisper sometimes writes a whole window in lowercase without punctuation. Such a window
+        # is decoded once more with the previous window's punctuated text as its prompt (what
+        # Whisper's own conditioning on previous text does, but only here, where it cannot start a
+        # loop), and the retry is kept when it has more sentence ends.
+        # The first window of English has a neutral punctuated sentence instead.
+        if lang == "en":
+            context.setdefault(lang, "Hello, and welcome. Are you ready? Let's begin.")
+        if lang in context and run_on(window_words):
+            retry_prompt = context[lang] if not prompt else prompt + " " + context[lang]
+            retry = decode(model, beam, chunk, lang, retry_prompt, offset)
+            if sentence_ends(retry) > sentence_ends(window_words):
+                window_words = retry
+        if window_words and not run_on(window_words):
+            context[lang] = "".join(w["w"] for w in window_words).strip()[-300:]
         words.extend(window_words)
         spans.append([round(s / SAMPLE_RATE, 3), round(e / SAMPLE_RATE, 3), lang])
     return {"language": forced, "windows": spans, "words": words}

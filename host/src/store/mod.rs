@@ -642,3 +642,18 @@ pub fn ready_transcripts(c: &Connection, job_id: &str) -> rusqlite::Result<Vec<T
     })?;
     rows.collect()
 }
+
+/// Replaces a job's stored settings (already validated and layered) and moves its `updatedAt`
+/// forward: the cues, derived on every read, follow at once.
+pub fn set_job_settings(
+    c: &Connection,
+    job_id: &str,
+    settings: &str,
+    now: i64,
+) -> rusqlite::Result<()> {
+    c.execute(
+        "UPDATE jobs SET settings = ?1, updated_at = MAX(?2, updated_at + 1) WHERE id = ?3",
+        params![settings, now, job_id],
+    )?;
+    Ok(())
+}

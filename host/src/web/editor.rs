@@ -98,7 +98,23 @@ pub async fn page(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
          <input id=\"replace\" placeholder=\"Replace with\" aria-label=\"Replace with\">\
          <button type=\"submit\">Replace all</button></form></div>\
          <div class=\"columns\"><ol id=\"cues\" class=\"cues\" aria-label=\"Cues\"></ol>\
-         <aside><h2>Download</h2><div class=\"downloads\">{downloads}</div>\
+         <aside><details id=\"settings-panel\"><summary>Layout settings</summary>\
+         <form id=\"settings-form\" class=\"settings\">\
+         <label>Characters per line <input type=\"number\" name=\"maxCharsPerLine\" min=\"10\" max=\"250\"></label>\
+         <label>Lines per subtitle <input type=\"number\" name=\"maxLinesPerSubtitle\" min=\"1\" max=\"5\"></label>\
+         <label>Frames between subtitles <input type=\"number\" name=\"minFramesBetweenSubtitles\" min=\"0\" max=\"100\"></label>\
+         <label>Reading pace <select name=\"contentProfile\"><option value=\"balanced\">balanced (17 CPS)</option>\
+         <option value=\"dense\">dense (20 CPS)</option><option value=\"dramatic\">dramatic (15 CPS)</option>\
+         <option value=\"auto\">auto</option></select></label>\
+         <label>Mode <select name=\"subtitleMode\"><option value=\"default\">default</option>\
+         <option value=\"audiogram\">audiogram</option></select></label>\
+         <label>Shift (ms) <input type=\"number\" name=\"shiftMs\" min=\"-10000\" max=\"10000\"></label>\
+         <label><input type=\"checkbox\" name=\"formatSubtitles\"> Smart formatting</label>\
+         <label><input type=\"checkbox\" name=\"splitOnPunctuation\"> Split on punctuation</label>\
+         <label><input type=\"checkbox\" name=\"emDashOnSpeakerChange\"> Dash on speaker change</label>\
+         <label><input type=\"checkbox\" name=\"ellipsisContinuation\"> Ellipsis continuation</label>\
+         <button type=\"submit\">Apply settings</button></form></details>\
+         <h2>Download</h2><div class=\"downloads\">{downloads}</div>\
          <h2>History</h2><ol id=\"history\" class=\"history\"></ol></aside></div>\
          <dialog id=\"help\" aria-label=\"Keyboard shortcuts\"><h2>Keyboard shortcuts</h2><dl>\
          <dt>Ctrl+Space or Alt+P</dt><dd>Play / pause</dd>\
@@ -255,7 +271,20 @@ fn editor_json(
         "errors": report.summary.errors,
         "warnings": report.summary.warnings,
     });
-    out["settings"] = json!({"maxCharsPerLine": settings.max_chars_per_line, "maxLinesPerSubtitle": settings.max_lines_per_subtitle});
+    out["settings"] = json!({
+        "formatSubtitles": settings.format_subtitles,
+        "maxCharsPerLine": settings.max_chars_per_line,
+        "maxLinesPerSubtitle": settings.max_lines_per_subtitle,
+        "minFramesBetweenSubtitles": settings.min_frames_between_subtitles,
+        "contentProfile": settings.content_profile.as_str(),
+        "subtitleMode": settings.subtitle_mode.as_str(),
+        "splitOnPunctuation": settings.split_on_punctuation,
+        "emDashOnSpeakerChange": settings.em_dash_on_speaker_change,
+        "ellipsisContinuation": settings.ellipsis_continuation,
+        "shiftMs": settings.shift_ms,
+        "minDuration": settings.min_duration.map(|m| m.as_secs_f64()),
+        "maxDuration": settings.max_duration.map(|m| m.as_secs_f64()),
+    });
     to_bytes(&EditorData {
         meta: out,
         cues: list_json,
@@ -803,6 +832,86 @@ pub async fn restore(
         save(
             &app2, c, &job, &stored, expected, &current, &words, &member, &note,
         )
+    })
+    .await?;
+    Ok(json_bytes(value))
+}
+
+/// The settings the editor may change: how the words are laid out. Recognition settings
+/// (language, vocabulary, prompt) and the analyses were used once, when the job ran.
+pub const EDITABLE_SETTINGS: &[&str] = &[
+    "formatSubtitles",
+    "maxCharsPerLine",
+    "maxLinesPerSubtitle",
+    "minDuration",
+    "maxDuration",
+    "minFramesBetweenSubtitles",
+    "contentProfile",
+    "subtitleMode",
+    "splitOnPunctuation",
+    "emDashOnSpeakerChange",
+    "ellipsisContinuation",
+    "shiftMs",
+];
+
+/// POST /editor/{id}/settings: `{settings: {...}}` layered over the job's settings (the API's
+/// validation, every problem named), stored, and the cues re-laid out at once.
+pub async fn settings(
+    app: &Arc<App>,
+    req: &WebRequest,
+    id: &str,
+) -> Result<Response<Body>, WebError> {
+    check_id(id)?;
+    let session = require_session(app, req).await?;
+    check_csrf(req, &session)?;
+    let body = body_json(req)?;
+    let Some(new) = body.get("settings").and_then(Value::as_object) else {
+        return Err(WebError::BadRequest("`settings` must be an object.".into()));
+    };
+    if let Some(k) = new
+        .keys()
+        .find(|k| !EDITABLE_SETTINGS.contains(&k.as_str()))
+    {
+        return Err(WebError::BadRequest(format!(
+            "settings.{k} cannot be changed in the editor."
+        )));
+    }
+    let partial =
+        cuecraft_engine::PartialSettings::from_json(&Value::Object(new.clone()), "settings")
+            .map_err(|errs| {
+                WebError::BadRequest(
+                    errs.iter()
+                        .map(|e| format!("{}: {}", e.field, e.message))
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                )
+            })?;
+    let jid = id.to_string();
+    let app2 = app.clone();
+    let value = db(app, move |c| {
+        let job = visible(c, &session.member, &jid)?;
+        let current: Value = serde_json::from_str(&job.settings)
+            .map_err(|e| WebError::Internal(format!("job settings: {e}")))?;
+        let current = cuecraft_engine::PartialSettings::from_json(&current, "settings")
+            .map_err(|_| WebError::Internal("job settings do not validate".into()))?;
+        let merged = partial.over(&current);
+        let problems = merged.check_combined("settings");
+        if !problems.is_empty() {
+            return Err(WebError::BadRequest(
+                problems
+                    .iter()
+                    .map(|e| format!("{}: {}", e.field, e.message))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            ));
+        }
+        crate::store::set_job_settings(c, &jid, &merged.to_json().to_string(), now_ms())?;
+        let job = crate::jobs::load_job(c, &jid)?.ok_or(WebError::NotFound)?;
+        let transcript = match body.get("transcript").and_then(Value::as_str) {
+            Some(t) if is_id(t) => Some(t.to_string()),
+            _ => None,
+        };
+        editor_json(&app2, c, &job, transcript.as_deref(), None)
     })
     .await?;
     Ok(json_bytes(value))

@@ -468,6 +468,7 @@ async fn route(app: &Arc<App>, req: &WebRequest) -> Result<Response<Body>, WebEr
         ["editor", id, "revisions"] if get => editor::revision_list(app, req, id).await,
         ["editor", id, "edit"] if post => editor::edit(app, req, id).await,
         ["editor", id, "restore"] if post => editor::restore(app, req, id).await,
+        ["editor", id, "settings"] if post => editor::settings(app, req, id).await,
         [""]
         | ["assets", _]
         | ["login"]

@@ -80,6 +80,7 @@ function apply(data) {
   }
   renderTranscripts();
   renderCues();
+  fillSettings();
   const qc = data.qc;
   $("qc").textContent = qc ? `${qc.errors} errors · ${qc.warnings} warnings` : "";
   renderDownloads();
@@ -360,6 +361,33 @@ async function loadHistory() {
     list.append(item);
   }
 }
+
+// ----- layout settings ------------------------------------------------------------------------
+
+const form = $("settings-form");
+
+function fillSettings() {
+  const st = state.data.settings;
+  if (!st) return;
+  for (const input of form.elements) {
+    if (!input.name || !(input.name in st)) continue;
+    if (input.type === "checkbox") input.checked = Boolean(st[input.name]);
+    else input.value = String(st[input.name]);
+  }
+}
+
+form.addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const settings = {};
+  for (const input of form.elements) {
+    if (!input.name) continue;
+    if (input.type === "checkbox") settings[input.name] = input.checked;
+    else if (input.type === "number") settings[input.name] = Number(input.value);
+    else settings[input.name] = input.value;
+  }
+  const data = await post("settings", { settings });
+  if (data) keepSelection(() => apply(data));
+});
 
 // ----- playback and waveform ------------------------------------------------------------------
 
