@@ -40,7 +40,7 @@ const CONTRACT_CODES: [&str; 26] = [
 ];
 
 /// Codes beyond the contract's table: routing and the presigned upload.
-const HOST_CODES: [&str; 9] = [
+const HOST_CODES: [&str; 12] = [
     "not_found",
     "method_not_allowed",
     "invalid_signature",
@@ -50,6 +50,9 @@ const HOST_CODES: [&str; 9] = [
     "already_uploaded",
     "upload_in_progress",
     "body_too_large",
+    "malformed_request",
+    "uri_too_long",
+    "headers_too_large",
 ];
 
 fn job_body(size: usize) -> Value {
@@ -140,6 +143,15 @@ fn routing_errors(server: &Server, key: &str) {
     server
         .get(key, "/v1/nothing")
         .expect_error(404, "not_found");
+    // Requests hyper could not parse are answered by the check in front of it (`front`).
+    raw_request(server.port, "GARBAGE\r\n\r\n", b"").expect_error(400, "malformed_request");
+    let long = format!("GET /{} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(70_000));
+    raw_request(server.port, &long, b"").expect_error(414, "uri_too_long");
+    let big = format!(
+        "GET / HTTP/1.1\r\nHost: x\r\nX: {}\r\n\r\n",
+        "a".repeat(70_000)
+    );
+    raw_request(server.port, &big, b"").expect_error(431, "headers_too_large");
     // Outside /v1 is the web application: `/` leads to the project list, and an unknown path
     // asked for as JSON gets the same error shape.
     let root = request(server.port, "GET", "/", &[], b"");

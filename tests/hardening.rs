@@ -414,6 +414,9 @@ fn head_answers_like_get_without_a_body_on_every_get_endpoint() {
         format!("/v1/jobs/{id}/subtitles?format=srt"),
         format!("/v1/jobs/{id}/subtitles?format=ebu-stl"),
         "/v1/openapi.json".to_string(),
+        // The web application's pages and assets.
+        "/login".to_string(),
+        "/assets/app.css".to_string(),
         // Errors too: the same status and JSON headers, no body.
         "/v1/jobs/0123456789abcdef01234567".to_string(),
         "/v1/jobs/NOT-AN-ID/subtitles".to_string(),
@@ -426,8 +429,20 @@ fn head_answers_like_get_without_a_body_on_every_get_endpoint() {
                 org.key
             )
         };
+        // A cookie's value is fresh on every response (the sign-in form's token): compare the
+        // rest of it.
+        let fresh_values =
+            |(name, value): (String, String)| match (name.as_str(), value.split_once(';')) {
+                ("set-cookie", Some((pair, attributes))) => {
+                    let cookie = pair.split_once('=').map_or(pair, |(n, _)| n);
+                    (name, format!("{cookie}=…;{attributes}"))
+                }
+                _ => (name, value),
+            };
         let (get_status, get_headers, get_body) = split_response(&raw(server.port, &head("GET")));
+        let get_headers: Vec<_> = get_headers.into_iter().map(fresh_values).collect();
         let (status, headers, body) = split_response(&raw(server.port, &head("HEAD")));
+        let headers: Vec<_> = headers.into_iter().map(fresh_values).collect();
         assert_eq!(status, get_status, "HEAD {path}");
         assert_eq!(headers, get_headers, "HEAD {path}");
         assert!(body.is_empty(), "HEAD {path} sent a body");
@@ -486,4 +501,124 @@ fn a_job_name_with_control_characters_gives_files_and_attachment_names_without_t
             assert!(text.contains("Title: beforeafter\r\n"), "{text}");
         }
     }
+}
+
+/// The JSON error of a raw response, checking the contract's shape: status, `no-store`, JSON.
+fn contract_error(bytes: &[u8], status: u16, code: &str) {
+    let (line, headers, body) = split_response(bytes);
+    assert!(line.starts_with(&format!("HTTP/1.1 {status} ")), "{line}");
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    assert_eq!(header("cache-control"), Some("no-store"), "{line}");
+    assert!(header("content-type").is_some_and(|t| t.starts_with("application/json")));
+    assert_eq!(
+        header("content-length"),
+        Some(body.len().to_string().as_str())
+    );
+    let v: Value = serde_json::from_slice(&body).expect("JSON body");
+    assert_eq!(v["code"], code, "{v}");
+    assert!(v["error"].as_str().is_some_and(|e| !e.is_empty()), "{v}");
+}
+
+#[test]
+fn malformed_http_gets_the_contracts_json_errors() {
+    let server = Server::start(&[]);
+    let port = server.port;
+    // A bad request line, a bad header line, a request target that is not a URI.
+    contract_error(&raw(port, "GARBAGE\r\n\r\n"), 400, "malformed_request");
+    contract_error(
+        &raw(
+            port,
+            "GET /v1/openapi.json HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n",
+        ),
+        400,
+        "malformed_request",
+    );
+    contract_error(
+        &raw(
+            port,
+            "GET /v1/openapi.json HTTP/1.1 extra\r\nHost: x\r\n\r\n",
+        ),
+        400,
+        "malformed_request",
+    );
+    // HTTP/1.1 without Host, or with two (RFC 9112 3.2); HTTP/1.0 needs none.
+    contract_error(
+        &raw(
+            port,
+            "GET /v1/openapi.json HTTP/1.1\r\nConnection: close\r\n\r\n",
+        ),
+        400,
+        "malformed_request",
+    );
+    contract_error(
+        &raw(
+            port,
+            "GET /v1/openapi.json HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+        ),
+        400,
+        "malformed_request",
+    );
+    let (line, _, _) = split_response(&raw(port, "GET /v1/openapi.json HTTP/1.0\r\n\r\n"));
+    assert!(
+        line.starts_with("HTTP/1.1 200") || line.starts_with("HTTP/1.0 200"),
+        "{line}"
+    );
+    // Framing hyper refuses: a bad Content-Length, a Transfer-Encoding that is not chunked.
+    contract_error(
+        &raw(
+            port,
+            "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 1x\r\n\r\n",
+        ),
+        400,
+        "malformed_request",
+    );
+    contract_error(
+        &raw(
+            port,
+            "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n",
+        ),
+        400,
+        "malformed_request",
+    );
+    // Too large: one huge header, too many headers, an overlong request target.
+    let huge = format!(
+        "GET /v1/openapi.json HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",
+        "a".repeat(70_000)
+    );
+    contract_error(&raw(port, &huge), 431, "headers_too_large");
+    let many: String = (0..101).map(|i| format!("X-{i}: 1\r\n")).collect();
+    contract_error(
+        &raw(
+            port,
+            &format!("GET /v1/openapi.json HTTP/1.1\r\nHost: x\r\n{many}\r\n"),
+        ),
+        431,
+        "headers_too_large",
+    );
+    let long = format!("GET /v1/{} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(70_000));
+    contract_error(&raw(port, &long), 414, "uri_too_long");
+    // On a kept-alive connection the requests before a bad one are answered first.
+    let both = raw(
+        port,
+        "GET /v1/openapi.json HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/openapi.json HTTP\r\n\r\n",
+    );
+    let (first, headers, rest) = split_response(&both);
+    assert!(first.starts_with("HTTP/1.1 200"), "{first}");
+    let len: usize = headers
+        .iter()
+        .find(|(k, _)| k == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .expect("length");
+    contract_error(&rest[len..], 400, "malformed_request");
+    // The server still serves well-formed requests.
+    let (line, _, _) = split_response(&raw(
+        port,
+        "GET /v1/openapi.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    ));
+    assert!(line.starts_with("HTTP/1.1 200"), "{line}");
 }

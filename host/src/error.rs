@@ -109,6 +109,13 @@ pub enum ApiError {
     UploadInProgress,
     /// 413: a request body larger than any valid request (the job creation body).
     BodyTooLarge,
+    /// 400: the request is not HTTP/1.1 the server can read (request line, header syntax,
+    /// framing, a missing or repeated `Host`); answered before routing (`front`).
+    MalformedRequest(String),
+    /// 414: the request target is longer than the server reads.
+    UriTooLong,
+    /// 431: the header section is larger than the server reads.
+    HeadersTooLarge,
     /// 500: something broke on our side; the message is logged, not shown.
     Internal(String),
 }
@@ -152,6 +159,9 @@ impl ApiError {
             ApiError::AlreadyUploaded => ("already_uploaded", 409),
             ApiError::UploadInProgress => ("upload_in_progress", 409),
             ApiError::BodyTooLarge => ("body_too_large", 413),
+            ApiError::MalformedRequest(_) => ("malformed_request", 400),
+            ApiError::UriTooLong => ("uri_too_long", 414),
+            ApiError::HeadersTooLarge => ("headers_too_large", 431),
             ApiError::Internal(_) => ("internal_error", 500),
         }
     }
@@ -209,6 +219,9 @@ impl ApiError {
             ApiError::AlreadyUploaded,
             ApiError::UploadInProgress,
             ApiError::BodyTooLarge,
+            ApiError::MalformedRequest(String::new()),
+            ApiError::UriTooLong,
+            ApiError::HeadersTooLarge,
             ApiError::Internal(String::new()),
         ]
     }
@@ -299,6 +312,11 @@ impl ApiError {
                 "another upload of this job is in progress; retry the same URL if it fails".into()
             }
             ApiError::BodyTooLarge => "the request body is too large".into(),
+            ApiError::MalformedRequest(why) => format!("the request is not valid HTTP/1.1: {why}"),
+            ApiError::UriTooLong => "the request target is too long".into(),
+            ApiError::HeadersTooLarge => {
+                "the request's header section is too large (64 KiB or 100 fields at most)".into()
+            }
             ApiError::Internal(_) => "internal error".into(),
         }
     }

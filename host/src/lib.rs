@@ -8,6 +8,7 @@ pub mod child;
 pub mod cli;
 pub mod db;
 pub mod error;
+pub mod front;
 pub mod jobs;
 pub mod json;
 pub mod media;

@@ -341,10 +341,9 @@ fn without_body(resp: &mut Response<Body>) {
 /// error of its error, or a JSON 500 `internal_error` when it panicked (rather than a connection
 /// closed without an answer); each with `Cache-Control: no-store`.
 ///
-/// What hyper answers by itself never reaches this: a request it cannot parse gets its bare 400
-/// (431 for oversized headers, 414 for an overlong URI) without a body or our headers, and a
-/// connection whose request head does not arrive within the header read timeout is closed without
-/// a response. hyper 1 offers no hook to shape those.
+/// A request hyper could not parse never reaches hyper: `front` answers it with the same JSON
+/// errors. A connection whose request head does not arrive within the header read timeout is
+/// closed without a response.
 pub async fn respond(
     handler: impl Future<Output = Result<Response<Body>, ApiError>>,
 ) -> Response<Body> {
@@ -410,8 +409,11 @@ pub async fn run(listener: TcpListener, app: Arc<App>, shutdown: impl Future<Out
             let conn = http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
                 .header_read_timeout(Duration::from_secs(30))
+                // A refused head ends the input hyper sees (`front`): the requests before it are
+                // still answered, then the refusal.
+                .half_close(true)
                 .max_buf_size(1 << 20)
-                .serve_connection(TokioIo::new(stream), svc);
+                .serve_connection(TokioIo::new(crate::front::Front::new(stream)), svc);
             tokio::pin!(conn);
             tokio::select! {
                 _ = conn.as_mut() => {}
