@@ -883,3 +883,132 @@ fn layout_settings_changed_in_the_editor_re_lay_out_the_cues_everywhere() {
     );
     assert_eq!(r.status, 403);
 }
+
+/// Standard base64, as the browser's `btoa` sends a file.
+fn base64(bytes: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |acc, (i, &b)| acc | (b as u32) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_translation_added_in_the_editor_is_listed_and_served_by_the_api() {
+    let server = Server::start(&[]);
+    let org = server.org(1000, &[]);
+    let id = ready_job(&server, &org.key, "talk", &server.tone(3), "audio/wav");
+    let web = Web::sign_in(&server, &org.owner);
+    // Imported from an SRT file, on the media's timeline.
+    let srt = "1\r\n00:00:00,100 --> 00:00:00,950\r\nHallo wereld.\r\n\r\n2\r\n00:00:01,200 --> 00:00:02,950\r\nDit is een test\r\nvan de ondertitels.\r\n\r\n";
+    let r = web.post_json(
+        &format!("/editor/{id}/translations"),
+        &json!({"language": "nl", "label": "Nederlands", "from": "file", "file": {"name": "nl.srt", "base64": base64(srt.as_bytes())}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let data = r.json();
+    assert_eq!(data["transcript"]["kind"], "translation");
+    // Each cue shows the original's text over the same time beside it.
+    assert!(
+        data["cues"][0]["source"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("Hello world.")),
+        "{}",
+        data["cues"]
+    );
+    assert!(
+        data["cues"][1]["source"]
+            .as_str()
+            .is_some_and(|s| s.contains("test of the subtitles")),
+        "{}",
+        data["cues"]
+    );
+    let job = server.get(&org.key, &format!("/v1/jobs/{id}")).json();
+    let nl: Vec<&Value> = job["transcripts"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .filter(|t| t["language"] == "nl")
+        .collect();
+    assert_eq!(nl.len(), 1, "{job}");
+    assert_eq!(
+        (
+            nl[0]["kind"].as_str(),
+            nl[0]["label"].as_str(),
+            nl[0]["status"].as_str()
+        ),
+        (Some("translation"), Some("Nederlands"), Some("ready"))
+    );
+    let srt_back = server
+        .get(&org.key, &format!("/v1/jobs/{id}/subtitles?language=nl"))
+        .text();
+    assert!(
+        srt_back.contains("Hallo wereld.")
+            && srt_back.contains("Dit is een test\r\nvan de ondertitels."),
+        "{srt_back}"
+    );
+    // The imported times, snapped to the job's frames as every cue is (25 fps: 0.1 s -> 0.12 s).
+    assert!(
+        srt_back.starts_with("1\r\n00:00:00,120 --> ")
+            && srt_back.contains("\r\n2\r\n00:00:01,200 --> "),
+        "{srt_back}"
+    );
+    let tid = data["transcript"]["id"].as_str().expect("id").to_string();
+    let ours = web.get(&format!(
+        "/editor/{id}/download?format=vtt&transcript={tid}"
+    ));
+    let theirs = server.get(
+        &org.key,
+        &format!("/v1/jobs/{id}/subtitles?format=vtt&transcriptId={tid}"),
+    );
+    assert_eq!(ours.body, theirs.body);
+    // Or a copy of the original, typed over cue by cue.
+    let r = web.post_json(
+        &format!("/editor/{id}/translations"),
+        &json!({"language": "de", "from": "original"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let de = r.json();
+    let first = &de["cues"][0];
+    let typed = web.post_json(
+        &format!("/editor/{id}/edit"),
+        &json!({"transcript": de["transcript"]["id"], "revision": 0, "op": "text", "from": first["from"], "to": first["to"], "text": "Hallo Welt. Äh, dies ist ein Test der Untertitel."}),
+    );
+    assert_eq!(typed.status, 200, "{}", typed.text());
+    let text = server
+        .get(
+            &org.key,
+            &format!("/v1/jobs/{id}/transcript?format=text&language=de"),
+        )
+        .text();
+    assert!(text.starts_with("Hallo Welt."), "{text}");
+    let original = server
+        .get(&org.key, &format!("/v1/jobs/{id}/transcript?format=text"))
+        .text();
+    assert!(
+        original.starts_with("Hello world."),
+        "the original is untouched: {original}"
+    );
+    // Refusals: no language, a file that is not subtitles.
+    let bad = web.post_json(
+        &format!("/editor/{id}/translations"),
+        &json!({"language": "", "from": "original"}),
+    );
+    assert_eq!(bad.status, 400);
+    let bad = web.post_json(
+        &format!("/editor/{id}/translations"),
+        &json!({"language": "fr", "from": "file", "file": {"name": "x.bin", "base64": base64(b"not subtitles at all")}}),
+    );
+    assert_eq!(bad.status, 400, "{}", bad.text());
+}

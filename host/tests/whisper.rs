@@ -230,11 +230,13 @@ fn the_worker_protocol_carries_the_vocabulary_prompt_and_whisper_pieces_become_w
     // A stand-in worker that records the request and answers as whisper_worker.py does.
     let dir = tempfile::tempdir().unwrap();
     let request = dir.path().join("request.json");
-    let reply = r#"{"id": ID, "language": "en", "windows": [[0.0, 3.0, "en"]], "words": [
-        {"w": " At", "s": 0.1, "e": 0.3, "p": 0.9}, {"w": " o", "s": 0.3, "e": 0.4, "p": 0.9},
-        {"w": "'clock,", "s": 0.4, "e": 0.8, "p": 0.9}, {"w": " Cuecraft", "s": 1.0, "e": 1.5, "p": 0.9},
-        {"w": " sold", "s": 1.5, "e": 1.8, "p": 0.9}, {"w": " 2", "s": 1.9, "e": 2.1, "p": 0.9},
-        {"w": ",000.", "s": 2.1, "e": 2.6, "p": 0.9}]}"#
+    // The second window's first piece has no leading space: it still starts a word.
+    let reply = r#"{"id": ID, "language": "en", "windows": [[0.0, 3.0, "en"], [3.0, 6.0, "en"]],
+        "words": [
+        {"w": " At", "s": 0.1, "e": 0.3, "p": 0.9, "k": 0}, {"w": " o", "s": 0.3, "e": 0.4, "k": 0},
+        {"w": "'clock,", "s": 0.4, "e": 0.8, "k": 0}, {"w": " Cuecraft", "s": 1.0, "e": 1.5, "k": 0},
+        {"w": " sold", "s": 1.5, "e": 1.8, "k": 0}, {"w": " 2", "s": 1.9, "e": 2.1, "k": 0},
+        {"w": ",000.", "s": 2.1, "e": 2.6, "k": 0}, {"w": "Next", "s": 3.1, "e": 3.4, "k": 1}]}"#
         .replace('\n', " ");
     let reply_file = dir.path().join("reply.json");
     std::fs::write(&reply_file, reply + "\n").unwrap();
@@ -256,7 +258,7 @@ fn the_worker_protocol_carries_the_vocabulary_prompt_and_whisper_pieces_become_w
     });
     let hints = vec!["Cuecraft".to_string(), "EBU-STL".to_string()];
     let heard = recognizer.recognize(&wav, "en-GB", &hints).unwrap();
-    assert_eq!(text(&heard.words), "At o'clock, Cuecraft sold 2,000.");
+    assert_eq!(text(&heard.words), "At o'clock, Cuecraft sold 2,000. Next");
     assert_eq!(heard.language, "en-GB");
     assert_eq!((heard.words[1].start, heard.words[1].end), (0.3, 0.8));
     let sent: serde_json::Value =

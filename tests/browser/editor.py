@@ -3,6 +3,7 @@ for Python; Playwright's own browser download is never used). Run by tests/brows
 argument: {base, link, key, audio, video, foreign, shots, profile}. Exits non-zero on the first failed check."""
 
 import json
+import re
 import sys
 import urllib.request
 
@@ -211,6 +212,27 @@ with sync_playwright() as pw:
         theirs = api(f"/v1/jobs/{cfg['audio']}/subtitles?format={fmt}")
         assert ours == theirs, fmt
         print("  ", fmt, len(ours), "bytes equal", flush=True)
+
+    step("import a translation from an SRT file: shown beside the original")
+    srt_path = cfg["profile"] + "-nl.srt"
+    with open(srt_path, "w", encoding="utf-8") as f:
+        f.write("1\r\n00:00:00,100 --> 00:00:01,000\r\nHallo wereld.\r\n\r\n"
+                "2\r\n00:00:01,200 --> 00:00:03,000\r\nDit is een test van de ondertitels.\r\n\r\n")
+    page.click("#translate-panel summary")
+    page.fill('#translate-form input[name="language"]', "nl")
+    page.fill('#translate-form input[name="label"]', "Nederlands")
+    page.check('#translate-form input[value="file"]')
+    page.set_input_files('#translate-form input[type="file"]', srt_path)
+    page.click("#translate-form button[type=submit]")
+    expect(page.locator("#transcript")).to_have_value(re.compile("[0-9a-f]{24}"))
+    expect(page.locator("li.cue").first).to_contain_text("Hallo wereld.")
+    expect(page.locator("li.cue .source").first).to_contain_text("Hello")
+    expect(page.locator("#transcript option:checked")).to_have_text("Nederlands (nl)")
+    page.screenshot(path=cfg["shots"] + "/editor-translation.png", full_page=True)
+    nl = api(f"/v1/jobs/{cfg['audio']}/subtitles?language=nl").decode()
+    assert "Hallo wereld." in nl, nl
+    page.select_option("#transcript", index=0)
+    expect(page.locator("li.cue").first).to_contain_text("Hello world.")
 
     step("keyboard: the help sheet")
     page.locator("li.cue").first.focus()

@@ -201,11 +201,17 @@ impl Recognizer for WhisperRecognizer {
                 scrub(&error, wav)
             )));
         }
-        let space_separated = !reply
-            .windows
-            .iter()
-            .any(|w| w.2.as_deref().is_some_and(is_unspaced_language));
-        let words = collapse_loops(join_pieces(&reply.words, space_separated));
+        // Pieces join within their window only, by the window's language.
+        let mut words = Vec::with_capacity(reply.words.len());
+        for run in reply.words.chunk_by(|a, b| a.window == b.window) {
+            let unspaced = reply
+                .windows
+                .get(run[0].window)
+                .and_then(|w| w.2.as_deref())
+                .is_some_and(is_unspaced_language);
+            words.extend(join_pieces(run, !unspaced));
+        }
+        let words = collapse_loops(words);
         let language = match &target {
             WhisperLanguage::Forced { requested, .. } => requested.clone(),
             WhisperLanguage::Auto | WhisperLanguage::PerWindow => dominant_language(&reply)
@@ -321,6 +327,9 @@ pub struct Piece {
     /// End, seconds.
     #[serde(rename = "e")]
     pub end: f64,
+    /// The index of the window it was heard in.
+    #[serde(rename = "k", default)]
+    pub window: usize,
 }
 
 /// Joins Whisper's pieces into written words: a piece without a leading space continues the word
@@ -600,6 +609,7 @@ mod tests {
             text: text.to_string(),
             start,
             end,
+            window: 0,
         }
     }
 

@@ -5,7 +5,8 @@
 #
 # Request:  {"id": 1, "wav": "/path/a.wav", "language": "auto" | "multilingual" | "en", "prompt": "..." | null}
 # Response: {"id": 1, "language": "en" | null, "windows": [[start, end, "en"], ...],
-#            "words": [{"w": " Hello,", "s": 0.52, "e": 0.91, "p": 0.97}, ...]}
+#            "words": [{"w": " Hello,", "s": 0.52, "e": 0.91, "p": 0.97, "k": 0}, ...]}
+#           (`k`: the index of the word's window)
 #        or {"id": 1, "error": "readable message"}
 #
 # The audio is cut into windows of at most 30 s at pauses found by the Silero voice-activity model
@@ -159,6 +160,8 @@ def transcribe(model, beam, req):
                 window_words = retry
         if window_words and not run_on(window_words):
             context[lang] = "".join(w["w"] for w in window_words).strip()[-300:]
+        for w in window_words:
+            w["k"] = len(spans)
         words.extend(window_words)
         spans.append([round(s / SAMPLE_RATE, 3), round(e / SAMPLE_RATE, 3), lang])
     return {"language": forced, "windows": spans, "words": words}

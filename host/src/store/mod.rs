@@ -657,3 +657,28 @@ pub fn set_job_settings(
     )?;
     Ok(())
 }
+
+/// Adds a ready `translation` transcript to a job (after its other transcripts); its id.
+pub fn add_translation(
+    c: &mut Connection,
+    job_id: &str,
+    language: &str,
+    label: &str,
+    words: &str,
+    now: i64,
+) -> Result<String, StoreError> {
+    let id = crate::util::new_id()?;
+    let tx = c.transaction()?;
+    tx.execute(
+        "INSERT INTO transcripts (id, job_id, seq, language, kind, label, status, words, created_at)
+         SELECT ?1, ?2, COALESCE(MAX(seq), 0) + 1, ?3, 'translation', ?4, 'ready', ?5, ?6
+         FROM transcripts WHERE job_id = ?2",
+        params![id, job_id, language, label, words, now],
+    )?;
+    tx.execute(
+        "UPDATE jobs SET updated_at = MAX(?1, updated_at + 1) WHERE id = ?2",
+        params![now, job_id],
+    )?;
+    tx.commit()?;
+    Ok(id)
+}

@@ -114,6 +114,14 @@ pub async fn page(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
          <label><input type=\"checkbox\" name=\"emDashOnSpeakerChange\"> Dash on speaker change</label>\
          <label><input type=\"checkbox\" name=\"ellipsisContinuation\"> Ellipsis continuation</label>\
          <button type=\"submit\">Apply settings</button></form></details>\
+         <details id=\"translate-panel\"><summary>Add a translation</summary>\
+         <form id=\"translate-form\" class=\"settings\">\
+         <label>Language <input name=\"language\" placeholder=\"nl\" required maxlength=\"20\"></label>\
+         <label>Label <input name=\"label\" placeholder=\"Dutch\" maxlength=\"100\"></label>\
+         <label><input type=\"radio\" name=\"from\" value=\"original\" checked> Copy the original to type over</label>\
+         <label><input type=\"radio\" name=\"from\" value=\"file\"> Import a subtitle file</label>\
+         <input type=\"file\" name=\"file\" accept=\".srt,.vtt,.ttml,.xml,.dfxp,.ass,.ssa,.stl\" aria-label=\"Subtitle file\">\
+         <button type=\"submit\">Add translation</button></form></details>\
          <h2>Download</h2><div class=\"downloads\">{downloads}</div>\
          <h2>History</h2><ol id=\"history\" class=\"history\"></ol></aside></div>\
          <dialog id=\"help\" aria-label=\"Keyboard shortcuts\"><h2>Keyboard shortcuts</h2><dl>\
@@ -224,6 +232,16 @@ fn editor_json(
             }));
         }
     }
+    // Beside a clean version or a translation: the original's text over the same time.
+    let original = list.iter().find(|t| t.kind == "original");
+    let sources: Vec<String> = match original {
+        Some(o) if o.id != transcript_id => {
+            let stored = crate::store::transcript_words(c, &job.id, Some(&o.id))?;
+            let source_words = stored.and_then(|s| decode(&s.words)).unwrap_or_default();
+            overlapping_text(&cues, &layout(&source_words, &settings, fr))
+        }
+        _ => Vec::new(),
+    };
     let mut from = 0usize;
     let mut list_json = Vec::with_capacity(cues.len());
     for (k, cue) in cues.iter().enumerate() {
@@ -253,6 +271,7 @@ fn editor_json(
                 })
                 .collect(),
             warnings: warnings.get(k).map(Vec::as_slice).unwrap_or_default(),
+            source: sources.get(k).map(String::as_str),
         });
         from = to;
     }
@@ -314,6 +333,8 @@ struct CueOut<'a> {
     to: usize,
     words: Vec<WordOut<'a>>,
     warnings: &'a [Value],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source: Option<&'a str>,
 }
 
 /// The editor's data: the small fields as a JSON object, the cues serialized straight from the
@@ -917,6 +938,189 @@ pub async fn settings(
     Ok(json_bytes(value))
 }
 
+/// For each cue, the text of the `source` cues it overlaps in time (two pointers: both lists are
+/// in time order).
+pub fn overlapping_text(
+    cues: &[cuecraft_engine::Cue],
+    source: &[cuecraft_engine::Cue],
+) -> Vec<String> {
+    let mut out = Vec::with_capacity(cues.len());
+    let mut first = 0;
+    for cue in cues {
+        while first < source.len() && source[first].end <= cue.start {
+            first += 1;
+        }
+        let mut text = Vec::new();
+        let mut k = first;
+        while k < source.len() && source[k].start < cue.end {
+            text.push(source[k].text());
+            k += 1;
+        }
+        out.push(text.join(" "));
+    }
+    out
+}
+
+/// Words for imported cues: each cue's lines split at whitespace, sharing the cue's time by
+/// length, a manual line break after each line but the last and a manual cue break after the
+/// cue, so the layout keeps the imported cues as they were.
+pub fn words_from_cues(cues: &[cuecraft_engine::Cue]) -> Vec<Word> {
+    let mut words = Vec::new();
+    let mut sorted: Vec<&cuecraft_engine::Cue> = cues.iter().collect();
+    sorted.sort_by_key(|c| (c.start, c.end));
+    for cue in sorted {
+        let lines: Vec<Vec<&str>> = cue
+            .lines
+            .iter()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .filter(|l| !l.is_empty())
+            .collect();
+        let text: Vec<&str> = lines.iter().flatten().copied().collect();
+        if text.is_empty() {
+            continue;
+        }
+        let mut pieces = super::align_text(&[], &text.join(" "), cue.start, cue.end.max(cue.start));
+        let mut at = 0;
+        for (n, line) in lines.iter().enumerate() {
+            at += line.len();
+            if n + 1 < lines.len() {
+                if let Some(w) = pieces.get_mut(at - 1) {
+                    w.break_after = Some(Break::Line);
+                }
+            }
+        }
+        if let Some(last) = pieces.last_mut() {
+            last.break_after = Some(Break::Cue);
+        }
+        words.append(&mut pieces);
+    }
+    words
+}
+
+/// POST /editor/{id}/translations: `{language, label?, from: "original" | "file", file?: {name,
+/// base64}}` adds a `translation` transcript: a copy of the original to type over cue by cue, or
+/// the cues of a subtitle file in any of the five formats (their own times, on the media's
+/// timeline). The API lists and serves it like any transcript.
+pub async fn add_translation(
+    app: &Arc<App>,
+    req: &WebRequest,
+    id: &str,
+) -> Result<Response<Body>, WebError> {
+    check_id(id)?;
+    let session = require_session(app, req).await?;
+    check_csrf(req, &session)?;
+    let body = body_json(req)?;
+    let language = body
+        .get("language")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .unwrap_or("")
+        .to_string();
+    if !cuecraft_engine::settings::is_language_tag(&language)
+        || language == "auto"
+        || language == "multilingual"
+    {
+        return Err(WebError::BadRequest(
+            "Give the translation a language code such as nl or pt-BR.".into(),
+        ));
+    }
+    let label = body
+        .get("label")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|l| l.chars().take(100).collect::<String>())
+        .unwrap_or_else(|| format!("Translation ({language})"));
+    let imported = match body.get("from").and_then(Value::as_str) {
+        Some("file") => {
+            let b64 = body
+                .pointer("/file/base64")
+                .and_then(Value::as_str)
+                .ok_or_else(|| WebError::BadRequest("Choose a subtitle file.".into()))?;
+            let bytes = base64_decode(b64)
+                .ok_or_else(|| WebError::BadRequest("The file did not arrive intact.".into()))?;
+            let name = body
+                .pointer("/file/name")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let format = name
+                .rsplit_once('.')
+                .and_then(|(_, ext)| cuecraft_formats::Format::from_name(ext))
+                .or_else(|| cuecraft_formats::detect(&bytes))
+                .ok_or_else(|| {
+                    WebError::BadRequest(
+                        "That is not an SRT, WebVTT, TTML, ASS or EBU-STL file.".into(),
+                    )
+                })?;
+            let cues = cuecraft_formats::parse(format, &bytes).map_err(|e| {
+                WebError::BadRequest(format!(
+                    "The {} file could not be read: {e}",
+                    format.extension()
+                ))
+            })?;
+            let words = words_from_cues(&cues);
+            if words.is_empty() {
+                return Err(WebError::BadRequest("The file holds no subtitles.".into()));
+            }
+            Some(words)
+        }
+        Some("original") | None => None,
+        Some(_) => return Err(WebError::BadRequest("`from` is original or file.".into())),
+    };
+    let jid = id.to_string();
+    let app2 = app.clone();
+    let value = db(app, move |c| {
+        let job = visible(c, &session.member, &jid)?;
+        if job.status != "ready" {
+            return Err(WebError::BadRequest("The project is not ready yet.".into()));
+        }
+        let words = match imported {
+            Some(w) => w,
+            None => {
+                let stored =
+                    crate::store::transcript_words(c, &jid, None)?.ok_or(WebError::NotFound)?;
+                decode(&stored.words).ok_or_else(|| WebError::Internal("stored words".into()))?
+            }
+        };
+        let tid =
+            crate::store::add_translation(c, &jid, &language, &label, &encode(&words), now_ms())?;
+        let job = crate::jobs::load_job(c, &jid)?.ok_or(WebError::NotFound)?;
+        editor_json(&app2, c, &job, Some(&tid), None)
+    })
+    .await?;
+    Ok(json_bytes(value))
+}
+
+/// Standard base64 (RFC 4648, padding optional, no line breaks) to bytes.
+fn base64_decode(s: &str) -> Option<Vec<u8>> {
+    let val = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let bytes: Vec<u8> = s.bytes().filter(|&b| b != b'=').collect();
+    let mut out = Vec::with_capacity(bytes.len() * 3 / 4);
+    for chunk in bytes.chunks(4) {
+        let mut acc = 0u32;
+        for (i, &c) in chunk.iter().enumerate() {
+            acc |= val(c)? << (18 - 6 * i);
+        }
+        let n = match chunk.len() {
+            4 => 3,
+            3 => 2,
+            2 => 1,
+            _ => return None,
+        };
+        out.extend_from_slice(&acc.to_be_bytes()[1..1 + n]);
+    }
+    Some(out)
+}
+
 /// The change from `old` to `new` as one splice, for the revision history:
 /// `{"from":i,"remove":n,"insert":[stored words]}` (the words between their common start and
 /// common end), so a history entry of a 10-hour transcript is the size of the edit, not 5 MB.
@@ -1023,6 +1227,55 @@ mod tests {
             ]),
             None
         );
+    }
+
+    #[test]
+    fn base64_decodes_what_browsers_send() {
+        assert_eq!(
+            base64_decode("aGVsbG8gd29ybGQ="),
+            Some(b"hello world".to_vec())
+        );
+        assert_eq!(base64_decode("YQ=="), Some(b"a".to_vec()));
+        assert_eq!(base64_decode("YWI="), Some(b"ab".to_vec()));
+        assert_eq!(base64_decode("Y"), None);
+        assert_eq!(base64_decode("@@@@"), None);
+    }
+
+    #[test]
+    fn imported_cues_keep_their_lines_times_and_boundaries() {
+        let cues = vec![
+            cuecraft_engine::Cue::from_lines(
+                2,
+                Millis(3000),
+                Millis(4000),
+                vec!["tot ziens".into()],
+            ),
+            cuecraft_engine::Cue::from_lines(
+                1,
+                Millis(0),
+                Millis(2000),
+                vec!["hallo daar,".into(), "wereld".into()],
+            ),
+        ];
+        let words = words_from_cues(&cues);
+        let texts: Vec<&str> = words.iter().map(|w| &*w.text).collect();
+        assert_eq!(texts, ["hallo", "daar,", "wereld", "tot", "ziens"]);
+        assert_eq!(words[0].start, Millis(0));
+        assert_eq!(words[2].end, Millis(2000));
+        assert_eq!(words[1].break_after, Some(Break::Line));
+        assert_eq!(words[2].break_after, Some(Break::Cue));
+        assert_eq!(words[3].start, Millis(3000));
+        let source = vec![cuecraft_engine::Cue::from_lines(
+            1,
+            Millis(100),
+            Millis(1900),
+            vec!["hello there,".into(), "world".into()],
+        )];
+        let back = vec![
+            cuecraft_engine::Cue::from_lines(1, Millis(0), Millis(2000), vec![]),
+            cuecraft_engine::Cue::from_lines(2, Millis(3000), Millis(4000), vec![]),
+        ];
+        assert_eq!(overlapping_text(&back, &source), ["hello there, world", ""]);
     }
 
     #[test]

@@ -469,6 +469,7 @@ async fn route(app: &Arc<App>, req: &WebRequest) -> Result<Response<Body>, WebEr
         ["editor", id, "edit"] if post => editor::edit(app, req, id).await,
         ["editor", id, "restore"] if post => editor::restore(app, req, id).await,
         ["editor", id, "settings"] if post => editor::settings(app, req, id).await,
+        ["editor", id, "translations"] if post => editor::add_translation(app, req, id).await,
         [""]
         | ["assets", _]
         | ["login"]

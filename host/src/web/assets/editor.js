@@ -153,6 +153,9 @@ function renderCue(cue, k) {
     text,
   );
   text.prepend(el("span", { class: "speaker", text: `Speaker ${cue.speaker} · ` }));
+  if (cue.source !== undefined) {
+    li.append(el("div", { class: "source", text: cue.source, title: "The original over the same time" }));
+  }
   if (cue.warnings.length > 0) {
     const box = el("div", { class: "warnings" });
     for (const w of cue.warnings) {
@@ -387,6 +390,34 @@ form.addEventListener("submit", async (e) => {
   }
   const data = await post("settings", { settings });
   if (data) keepSelection(() => apply(data));
+});
+
+// ----- translations ---------------------------------------------------------------------------
+
+const tform = $("translate-form");
+tform.addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const body = {
+    language: tform.elements.language.value,
+    label: tform.elements.label.value,
+    from: tform.elements.from.value,
+  };
+  const file = tform.elements.file.files[0];
+  if (body.from === "file") {
+    if (!file) return problem("Choose a subtitle file to import.");
+    const bytes = new Uint8Array(await file.arrayBuffer());
+    let bin = "";
+    for (let i = 0; i < bytes.length; i += 0x8000) bin += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+    body.file = { name: file.name, base64: btoa(bin) };
+  }
+  const data = await post("translations", body);
+  if (data) {
+    state.undo = [];
+    state.redo = [];
+    state.cue = 0;
+    state.word = null;
+    apply(data);
+  }
 });
 
 // ----- playback and waveform ------------------------------------------------------------------
