@@ -1012,3 +1012,82 @@ fn a_translation_added_in_the_editor_is_listed_and_served_by_the_api() {
     );
     assert_eq!(bad.status, 400, "{}", bad.text());
 }
+
+#[test]
+fn nudges_speakers_and_replace_all_reach_the_api() {
+    let server = Server::start(&[]);
+    let org = server.org(1000, &[]);
+    let id = ready_job(&server, &org.key, "talk", &server.tone(3), "audio/wav");
+    let web = Web::sign_in(&server, &org.owner);
+    let data = web.get_json(&format!("/editor/{id}/data")).json();
+    let cue = data["cues"][0].clone();
+    let edit = |rev: i64, op: Value| -> Value {
+        let mut body = op;
+        body["revision"] = json!(rev);
+        let r = web.post_json(&format!("/editor/{id}/edit"), &body);
+        assert_eq!(r.status, 200, "{}", r.text());
+        r.json()
+    };
+    // The cue's end a frame (40 ms at 25 fps) later, its start a frame earlier, from where the
+    // cue is shown: the API's cue moves by exactly that.
+    let api_cue = |s: &Server| {
+        s.get(&org.key, &format!("/v1/jobs/{id}/transcript")).json()["cues"][0].clone()
+    };
+    let before = api_cue(&server);
+    edit(
+        0,
+        json!({"op": "nudge", "from": cue["from"], "to": cue["to"], "edge": "end", "frames": 1, "time": cue["end"]}),
+    );
+    let after = api_cue(&server);
+    assert!(
+        (after["end"].as_f64().unwrap_or(0.0) - before["end"].as_f64().unwrap_or(0.0) - 0.04).abs()
+            < 1e-6,
+        "{before} -> {after}"
+    );
+    let d = edit(
+        1,
+        json!({"op": "nudge", "from": cue["from"], "to": cue["to"], "edge": "start", "frames": -1, "time": cue["start"]}),
+    );
+    let after = api_cue(&server);
+    assert!(
+        (before["start"].as_f64().unwrap_or(0.0) - after["start"].as_f64().unwrap_or(0.0) - 0.04)
+            .abs()
+            < 1e-6,
+        "{before} -> {after}"
+    );
+    assert_eq!(d["transcript"]["revision"], 2);
+    // Speaker 0 becomes 3 everywhere.
+    let d = edit(
+        d["transcript"]["revision"].as_i64().unwrap_or(0),
+        json!({"op": "speaker", "from": cue["from"], "to": cue["to"], "speaker": 3, "everywhere": true}),
+    );
+    let api = server
+        .get(&org.key, &format!("/v1/jobs/{id}/transcript"))
+        .json();
+    assert!(
+        api["cues"]
+            .as_array()
+            .expect("cues")
+            .iter()
+            .all(|c| c["speaker"] == 3),
+        "{api}"
+    );
+    // Replace all: every word holding the text changes.
+    let d = edit(
+        d["transcript"]["revision"].as_i64().unwrap_or(0),
+        json!({"op": "replace", "find": "subtitles", "replace": "captions"}),
+    );
+    let text = server
+        .get(&org.key, &format!("/v1/jobs/{id}/transcript?format=text"))
+        .text();
+    assert!(
+        text.contains("captions.") && !text.contains("subtitles"),
+        "{text}"
+    );
+    assert_eq!(d["transcript"]["revision"], 4);
+    let none = web.post_json(
+        &format!("/editor/{id}/edit"),
+        &json!({"revision": 4, "op": "replace", "find": "zebra", "replace": "x"}),
+    );
+    assert_eq!(none.status, 400);
+}

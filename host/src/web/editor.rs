@@ -651,6 +651,9 @@ pub fn apply_op(words: &mut Vec<Word>, op: &Value, frame: Millis) -> Result<Stri
                 Some(-1) => -frame.0,
                 _ => return Err(WebError::BadRequest("`frames` must be 1 or -1.".into())),
             };
+            // `time` is the cue's edge as shown (the layout may have moved it off its word, for
+            // the frame grid, reading pace or a gap): the nudge moves from there.
+            let shown = op.get("time").and_then(Value::as_i64).map(Millis);
             match op.get("edge").and_then(Value::as_str) {
                 Some("start") => {
                     let floor = if from > 0 {
@@ -659,14 +662,20 @@ pub fn apply_op(words: &mut Vec<Word>, op: &Value, frame: Millis) -> Result<Stri
                         Millis::ZERO
                     };
                     let w = &mut words[from];
-                    let t = Millis((w.start.0 + delta).max(floor.0).max(0)).min(w.end);
+                    let base = shown
+                        .filter(|t| (t.0 - w.start.0).abs() <= 60_000)
+                        .unwrap_or(w.start);
+                    let t = Millis((base.0 + delta).max(floor.0).max(0)).min(w.end);
                     w.start = t;
                     Ok("Moved a cue's start".into())
                 }
                 Some("end") => {
-                    let ceiling = words.get(to).map(|w| w.end);
+                    let ceiling = words.get(to).map(|w| w.start);
                     let w = &mut words[to - 1];
-                    let mut t = Millis(w.end.0 + delta).max(w.start);
+                    let base = shown
+                        .filter(|t| (t.0 - w.end.0).abs() <= 60_000)
+                        .unwrap_or(w.end);
+                    let mut t = Millis(base.0 + delta).max(w.start);
                     if let Some(c) = ceiling {
                         t = t.min(c);
                     }

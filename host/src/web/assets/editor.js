@@ -326,7 +326,7 @@ const ops = {
   },
   nudge(edge, frames) {
     const cue = currentCue();
-    if (cue) edit({ op: "nudge", from: cue.from, to: cue.to, edge, frames });
+    if (cue) edit({ op: "nudge", from: cue.from, to: cue.to, edge, frames, time: edge === "start" ? cue.start : cue.end });
   },
   speaker(everywhere) {
     const cue = currentCue();
