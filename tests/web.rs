@@ -1028,27 +1028,36 @@ fn nudges_speakers_and_replace_all_reach_the_api() {
         assert_eq!(r.status, 200, "{}", r.text());
         r.json()
     };
-    // The cue's end a frame (40 ms at 25 fps) later, its start a frame earlier, from where the
-    // cue is shown: the API's cue moves by exactly that.
-    let api_cue = |s: &Server| {
-        s.get(&org.key, &format!("/v1/jobs/{id}/transcript")).json()["cues"][0].clone()
+    // The last cue's end a frame (40 ms at 25 fps) later (the first cue ends a gap before the
+    // second, a sentence of its own, so its end has no room), the first cue's start a frame
+    // earlier, from where the cue is shown: the API's cue moves by exactly that.
+    let last = data["cues"]
+        .as_array()
+        .and_then(|c| c.last())
+        .cloned()
+        .unwrap_or_default();
+    let api_cue = |s: &Server, k: usize| {
+        let cues = s.get(&org.key, &format!("/v1/jobs/{id}/transcript")).json()["cues"].clone();
+        let n = cues.as_array().map_or(0, |c| c.len());
+        cues[k.min(n.saturating_sub(1))].clone()
     };
-    let before = api_cue(&server);
+    let before = api_cue(&server, usize::MAX);
     edit(
         0,
-        json!({"op": "nudge", "from": cue["from"], "to": cue["to"], "edge": "end", "frames": 1, "time": cue["end"]}),
+        json!({"op": "nudge", "from": last["from"], "to": last["to"], "edge": "end", "frames": 1, "time": last["end"]}),
     );
-    let after = api_cue(&server);
+    let after = api_cue(&server, usize::MAX);
     assert!(
         (after["end"].as_f64().unwrap_or(0.0) - before["end"].as_f64().unwrap_or(0.0) - 0.04).abs()
             < 1e-6,
         "{before} -> {after}"
     );
+    let before = api_cue(&server, 0);
     let d = edit(
         1,
         json!({"op": "nudge", "from": cue["from"], "to": cue["to"], "edge": "start", "frames": -1, "time": cue["start"]}),
     );
-    let after = api_cue(&server);
+    let after = api_cue(&server, 0);
     assert!(
         (before["start"].as_f64().unwrap_or(0.0) - after["start"].as_f64().unwrap_or(0.0) - 0.04)
             .abs()
