@@ -120,9 +120,8 @@ pub(crate) fn write_blocks<F: TextBlocks>(
     opts: &WriteOptions,
     out: &mut dyn Write,
 ) -> Result<(), WriteError> {
-    let cues = crate::controls::cues(cues);
     let mut w = BlockWriter::new(&mut f, opts, out);
-    for cue in sorted(&cues, opts.offset, F::UNIT_MS) {
+    for cue in sorted(cues, opts.offset, F::UNIT_MS) {
         w.push(
             span_units(cue, opts.offset, F::UNIT_MS),
             None,
@@ -221,20 +220,23 @@ impl BlockLines for Unbroken<'_, '_> {
     }
 }
 
-/// Calls `f` with each of the [`visible_lines`] of a cue's `lines` and returns how many there were.
-/// The fast path for writers: a line without CR/LF whose ends are not whitespace is passed through untouched.
+/// Calls `f` with each of the [`visible_lines`] of a cue's `lines`, control characters removed
+/// (`controls`), and returns how many there were. The fast path for writers: a line without CR,
+/// LF or another control character whose ends are not whitespace is passed through untouched.
 #[inline]
 pub(crate) fn for_each_visible_line<S: AsRef<str>>(lines: &[S], mut f: impl FnMut(&str)) -> usize {
     let mut n = 0;
     for l in lines {
         let l = l.as_ref();
-        if !any_of2(l.as_bytes(), b'\r', b'\n') {
+        // One scan finds line breaks and control characters alike (`controls::has_control`).
+        if !any_byte(l.as_bytes(), |x| (x < 0x20) | (x == 0x7F) | (x == 0xC2)) {
             let t = trim_line(l);
             if !t.is_empty() {
                 f(t);
                 n += 1;
             }
         } else {
+            let l = crate::controls::cleaned(l);
             for part in l.split(['\r', '\n']) {
                 let t = part.trim();
                 if !t.is_empty() {
