@@ -352,6 +352,7 @@ async function loadHistory() {
   const { revisions } = await resp.json();
   const list = $("history");
   list.replaceChildren();
+  if (revisions.length === 0) list.append(el("li", { text: "No edits yet: this is the transcript as recognised." }));
   for (const r of revisions) {
     const item = el("li", { "data-revision": String(r.revision) });
     item.append(`${r.revision}: ${r.note}${r.by ? ` — ${r.by}` : ""} `);
