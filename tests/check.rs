@@ -1,5 +1,6 @@
 //! `cuecraft check` as a subtitler or a CI job runs it: the real binary on a file of each of the
-//! five formats, human and JSON output, the exit status, and JSON cues with their words.
+//! five formats, human and JSON output, the exit status, JSON cues with their words, and a job's
+//! transcript read through the API (`--job`).
 
 use std::process::{Command, Output};
 
@@ -254,4 +255,42 @@ fn a_file_that_cannot_be_checked_exits_with_two_and_says_why() {
     assert!(String::from_utf8(missing.stderr)
         .unwrap()
         .contains("cannot read"));
+}
+
+#[test]
+fn check_reads_a_jobs_transcript_through_the_api() {
+    let server = crate::common::Server::start(&[]);
+    let org = server.org(1000, &[]);
+    let id = crate::web::ready_job(&server, &org.key, "talk", &server.tone(3), "audio/wav");
+    let api = format!("{}/v1", server.base());
+    let out = Command::new(BIN)
+        .args(["check", "--job", &id, "--api", &api, "--json"])
+        .env("CUECRAFT_API_KEY", &org.key)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let transcript = server
+        .get(&org.key, &format!("/v1/jobs/{id}/transcript"))
+        .json();
+    assert_eq!(report["file"], format!("job {id}"));
+    assert_eq!(report["cues"], transcript["cueCount"]);
+    // The API's cues carry their words, so the floor is worked out.
+    assert_eq!(report["paceFloor"]["cues"], transcript["cueCount"]);
+    // A wrong key is the API's error, and the check could not run.
+    let out = Command::new(BIN)
+        .args([
+            "check",
+            "--job",
+            &id,
+            "--api",
+            &api,
+            "--key",
+            "cc_live_0000",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("401") || err.contains("unauthorized"), "{err}");
 }
