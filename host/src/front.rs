@@ -352,6 +352,23 @@ impl<S: AsyncRead + Unpin> AsyncRead for Front<S> {
                 // The end of the connection, as hyper sees it.
                 return Poll::Ready(Ok(()));
             }
+            if let (State::Length(left), true) = (this.state, buf.remaining() > 0) {
+                // Inside a body of known length (an upload): straight into hyper's buffer.
+                let want = left.min(buf.remaining() as u64) as usize;
+                let mut body = ReadBuf::new(buf.initialize_unfilled_to(want));
+                std::task::ready!(Pin::new(&mut this.inner).poll_read(cx, &mut body))?;
+                let n = body.filled().len();
+                buf.advance(n);
+                this.state = if n as u64 == left {
+                    State::Head
+                } else if n == 0 {
+                    // The client closed inside the body: hyper sees the end as it is.
+                    State::Opaque
+                } else {
+                    State::Length(left - n as u64)
+                };
+                return Poll::Ready(Ok(()));
+            }
             let mut chunk = [0u8; READ_CHUNK];
             let mut read = ReadBuf::new(&mut chunk);
             std::task::ready!(Pin::new(&mut this.inner).poll_read(cx, &mut read))?;
