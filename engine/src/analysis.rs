@@ -16,6 +16,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::ops::Range;
 
+use crate::punctuate::ends_sentence;
 use crate::{Millis, Word};
 
 /// A central sentence of the transcript.
@@ -692,13 +693,6 @@ fn capitalise(word: &str) -> String {
         Some(c) => c.to_uppercase().chain(chars).collect(),
         None => String::new(),
     }
-}
-
-fn ends_sentence(text: &str) -> bool {
-    let trimmed = text.trim_end_matches(|c: char| {
-        matches!(c, '"' | '\'' | ')' | ']' | '»' | '”' | '’' | '」' | '』')
-    });
-    trimmed.ends_with(['.', '?', '!', '…', '。', '？', '！'])
 }
 
 /// The word as written, without surrounding punctuation or a possessive `'s`.

@@ -10,6 +10,7 @@
 //! It leaves a transcript alone as soon as one word ends a sentence: a recognizer that punctuates
 //! knows better than pauses do.
 
+use crate::text::capitalise_first_letter;
 use crate::RawWord;
 
 /// The pause, in seconds, that ends a sentence. Chosen on the recognition corpus
@@ -90,12 +91,12 @@ pub fn punctuate_by_pauses(words: &mut [RawWord], language: &str) -> bool {
     let mut sentence_start = true;
     for (i, word) in words.iter_mut().enumerate() {
         if sentence_start {
-            capitalise(&mut word.text);
+            capitalise_first_letter(&mut word.text);
         }
         if english {
             let k = word.text.to_lowercase();
             if k == "i" || k.starts_with("i'") {
-                capitalise(&mut word.text);
+                capitalise_first_letter(&mut word.text);
             }
         }
         sentence_start = ends[i];
@@ -111,28 +112,14 @@ fn opens_question(sentence: &[RawWord], key: &impl Fn(&RawWord) -> String) -> bo
         // "What a day." and "When I was young, ..." are rarer than questions, but a wh-word with
         // a subject right after it reads as a clause: "when we arrived".
         let second = sentence.get(1).map(key).unwrap_or_default();
-        return !(first != "what" && first != "how" && SUBJECTS.contains(&second.as_str()))
-            || sentence.len() <= 3;
+        let clause = first != "what" && first != "how" && SUBJECTS.contains(&second.as_str());
+        return !clause || sentence.len() <= 3;
     }
     if AUXILIARIES.contains(&first.as_str()) {
         let second = sentence.get(1).map(key).unwrap_or_default();
         return SUBJECTS.contains(&second.as_str());
     }
     false
-}
-
-/// Makes the first letter a capital when its capital is one character.
-fn capitalise(text: &mut String) {
-    let Some((at, c)) = text.char_indices().find(|(_, c)| c.is_alphanumeric()) else {
-        return;
-    };
-    if !c.is_lowercase() {
-        return;
-    }
-    let mut upper = c.to_uppercase();
-    if let (Some(u), None) = (upper.next(), upper.next()) {
-        text.replace_range(at..at + c.len_utf8(), u.encode_utf8(&mut [0; 4]));
-    }
 }
 
 #[cfg(test)]

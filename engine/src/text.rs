@@ -234,7 +234,7 @@ fn strip_trailing_clause_marks(text: &mut String) {
 
 /// Upper-cases the first letter of `text` (after any leading punctuation) when it is lower case
 /// and its upper case is a single character.
-fn capitalise_first_letter(text: &mut String) {
+pub(crate) fn capitalise_first_letter(text: &mut String) {
     let Some((i, c)) = text.char_indices().find(|&(_, c)| c.is_alphanumeric()) else {
         return;
     };

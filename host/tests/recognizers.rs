@@ -18,14 +18,6 @@ fn golden(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn transcript(words: &[cuecraft_engine::RawWord]) -> String {
-    words
-        .iter()
-        .map(|w| w.text.as_str())
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 #[test]
 fn pocketsphinx_transcribes_flite_speech_within_ten_percent_word_errors() {
     let dir = tempfile::tempdir().unwrap();
@@ -36,7 +28,7 @@ fn pocketsphinx_transcribes_flite_speech_within_ten_percent_word_errors() {
 
     let recognizer = from_spec("pocketsphinx").unwrap();
     let heard = recognizer.recognize(&wav, "auto", &[]).unwrap();
-    let text = transcript(&heard.words);
+    let text = speech::transcript(&heard.words);
     let wer = speech::word_error_rate(&speech::script(), &text);
     eprintln!(
         "pocketsphinx WER on flite speech: {:.1}% ({text})",
@@ -98,7 +90,7 @@ fn recorded_whisper_output_becomes_timed_words() {
     let heard = parse_whisper_json(&json).unwrap();
     assert_eq!(heard.language, "en");
     assert_eq!(
-        transcript(&heard.words),
+        speech::transcript(&heard.words),
         "Welcome to Cuecraft. Today we test the subtitles of a short café interview, \
          with \"quoted\" words. Thank you."
     );

@@ -31,14 +31,6 @@ fn wav_of(dir: &Path, paragraphs: &[&str]) -> PathBuf {
     wav
 }
 
-fn text(words: &[cuecraft_engine::RawWord]) -> String {
-    words
-        .iter()
-        .map(|w| w.text.as_str())
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 #[test]
 fn whisper_writes_punctuated_capitalised_timed_words_in_english() {
     let dir = tempfile::tempdir().unwrap();
@@ -46,7 +38,7 @@ fn whisper_writes_punctuated_capitalised_timed_words_in_english() {
     let duration = media::probe(&wav).unwrap().duration_seconds;
     let recognizer = WhisperRecognizer::new(options());
     let heard = recognizer.recognize(&wav, "auto", &[]).unwrap();
-    let said = text(&heard.words);
+    let said = speech::transcript(&heard.words);
     let wer = speech::word_error_rate(&speech::script(), &said);
     eprintln!("whisper WER on flite speech: {:.1}% ({said})", wer * 100.0);
     assert!(wer <= 0.06, "word error rate {wer:.3}: {said}");
@@ -88,7 +80,7 @@ fn a_long_file_is_cut_at_pauses_without_losing_or_doubling_words() {
     let heard = WhisperRecognizer::new(options())
         .recognize(&wav, "en", &[])
         .unwrap();
-    let said = text(&heard.words);
+    let said = speech::transcript(&heard.words);
     let reference = paragraphs.join("\n");
     let wer = speech::word_error_rate(&reference, &said);
     assert!(wer <= 0.06, "word error rate {wer:.3}: {said}");
@@ -130,7 +122,7 @@ fn german_is_detected_and_can_be_forced_and_a_region_is_kept() {
     let recognizer = WhisperRecognizer::new(options());
     let auto = recognizer.recognize(&wav, "auto", &[]).unwrap();
     assert_eq!(auto.language, "de");
-    let said = text(&auto.words);
+    let said = speech::transcript(&auto.words);
     assert!(said.contains("Guten Morgen"), "{said}");
     assert!(said.contains("Sonne"), "{said}");
     let forced = recognizer.recognize(&wav, "de-AT", &[]).unwrap();
@@ -258,7 +250,10 @@ fn the_worker_protocol_carries_the_vocabulary_prompt_and_whisper_pieces_become_w
     });
     let hints = vec!["Cuecraft".to_string(), "EBU-STL".to_string()];
     let heard = recognizer.recognize(&wav, "en-GB", &hints).unwrap();
-    assert_eq!(text(&heard.words), "At o'clock, Cuecraft sold 2,000. Next");
+    assert_eq!(
+        speech::transcript(&heard.words),
+        "At o'clock, Cuecraft sold 2,000. Next"
+    );
     assert_eq!(heard.language, "en-GB");
     assert_eq!((heard.words[1].start, heard.words[1].end), (0.3, 0.8));
     let sent: serde_json::Value =

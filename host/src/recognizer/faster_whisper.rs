@@ -306,12 +306,10 @@ fn dominant_language(reply: &Reply) -> Option<String> {
             None => seconds.push((lang.clone(), d)),
         }
     }
+    // The first of the languages with the most speech (min_by keeps the first of equals).
     seconds
         .into_iter()
-        .fold(None, |best: Option<(String, f64)>, (l, s)| match best {
-            Some((bl, bs)) if bs >= s => Some((bl, bs)),
-            _ => Some((l, s)),
-        })
+        .min_by(|a, b| b.1.total_cmp(&a.1))
         .map(|(l, _)| l)
 }
 
@@ -536,10 +534,9 @@ impl Worker {
         let wait = deadline.saturating_duration_since(Instant::now());
         match self.lines.recv_timeout(wait) {
             Ok(line) => Ok(line),
-            Err(RecvTimeoutError::Timeout) => Err(format!(
-                "it ran longer than {} s and was stopped",
-                wait.as_secs().max(1)
-            )),
+            Err(RecvTimeoutError::Timeout) => {
+                Err("it passed its time limit and was stopped".to_string())
+            }
             Err(RecvTimeoutError::Disconnected) => {
                 let status = self.child.wait().ok();
                 let last = self

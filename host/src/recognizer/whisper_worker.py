@@ -50,7 +50,9 @@ def read_wav(path):
 
 
 def speech_windows(audio):
-    """Windows (start, end) in samples, each at most WINDOW_S long, cut at pauses."""
+    """Windows (start, end) in samples, cut at pauses: consecutive speech chunks (each at most
+    WINDOW_S - 1 s plus padding, the VAD splitting longer speech at its last pause) merged while
+    they span at most WINDOW_S."""
     from faster_whisper.vad import VadOptions, get_speech_timestamps
 
     opts = VadOptions(
@@ -68,7 +70,7 @@ def speech_windows(audio):
         if windows and end - windows[-1][0] <= limit:
             windows[-1][1] = end
         else:
-            windows.append([start, min(end, start + limit)])
+            windows.append([start, end])
     return windows
 
 

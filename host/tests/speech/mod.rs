@@ -136,6 +136,15 @@ pub fn video_only(dir: &Path, name: &str, seconds: u32) -> PathBuf {
     out
 }
 
+/// A recognizer's words as one line of text, one space between words.
+pub fn transcript(words: &[cuecraft_engine::RawWord]) -> String {
+    words
+        .iter()
+        .map(|w| w.text.as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Words for scoring: lowercase, letters, digits and inner apostrophes only.
 pub fn normalise(text: &str) -> Vec<String> {
     text.to_lowercase()
