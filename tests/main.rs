@@ -11,5 +11,6 @@ mod cli;
 mod errors;
 mod hardening;
 mod media;
+mod media_store;
 mod pipeline;
 mod web;

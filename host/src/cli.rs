@@ -27,6 +27,11 @@ pub struct ServeArgs {
     /// The address clients reach the server at; links and upload URLs start with it.
     #[arg(long)]
     pub public_url: Option<String>,
+    /// Where media live: file://DIR (default DATA_DIR/media) or, in a build with the `s3`
+    /// feature, s3://BUCKET[/PREFIX]?endpoint=URL&region=NAME with credentials from
+    /// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.
+    #[arg(long, env = "CUECRAFT_MEDIA")]
+    pub media: Option<String>,
     /// Speech recognizer: whisper (Whisper base, multilingual), pocketsphinx (English, light),
     /// whisper-cpp:BIN:MODEL or command:PATH.
     #[arg(long, default_value = "whisper")]
@@ -87,10 +92,11 @@ fn signing_secret(data_dir: &Path) -> anyhow::Result<Vec<u8>> {
     }
 }
 
-/// Removes what a previous run left half-done: partial uploads (their clients got no answer and
-/// retry the URL) and extracted audio (a resumed job extracts it again).
+/// Removes what a previous run left half-done in the work directory: extracted audio, downloads
+/// and ffmpeg outputs (a resumed job makes them again). Partial uploads are the media store's
+/// (`LocalDirectory::open`).
 fn remove_leftovers(data_dir: &Path) {
-    for dir in [data_dir.join("media").join("tmp"), data_dir.join("work")] {
+    for dir in [data_dir.join("work")] {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
@@ -181,9 +187,12 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         crate::recognizer::from_spec_with(&args.recognizer, &whisper)
             .map_err(anyhow::Error::msg)?,
     );
-    std::fs::create_dir_all(args.data_dir.join("media").join("tmp"))
+    std::fs::create_dir_all(&args.data_dir)
         .with_context(|| format!("creating {}", args.data_dir.display()))?;
     remove_leftovers(&args.data_dir);
+    let media =
+        crate::media::open(args.media.as_deref(), &args.data_dir).map_err(anyhow::Error::msg)?;
+    tracing::info!(media = %media.describe(), "media store");
     let store = Arc::new(Store::open(&args.data_dir)?);
     let secret = signing_secret(&args.data_dir)?;
     first_run_hint(&store, &args.data_dir, &public_url);
@@ -193,6 +202,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         queue: queue.clone(),
         recognizer,
         data_dir: args.data_dir.clone(),
+        media: media.clone(),
     });
     pipeline.recover()?;
     let workers = pipeline.start(args.workers);
@@ -207,6 +217,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         limiter: RateLimiter::new(args.rate_limit_per_minute),
         queue: queue.clone(),
         uploads: Default::default(),
+        media,
     });
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -460,6 +460,30 @@ pub async fn get(app: Arc<App>, key_hash: Vec<u8>, id: String) -> Result<Respons
             })
         })
         .await?;
+    if job.status == "uploading" && app.media.takes_direct_uploads() {
+        // Uploaded to the bucket? Then the job moves on now, not at the next sweep.
+        let media = app.media.clone();
+        let waiting = job.clone();
+        let moved = app
+            .db(move |store| {
+                if !crate::uploads::check_arrived(store, media.as_ref(), &waiting)? {
+                    return Ok(None);
+                }
+                let job = store.with(|c| load_job(c, &waiting.id))?;
+                let t = store.with(|c| load_transcripts(c, &waiting.id))?;
+                Ok(job.map(|j| (j, t)))
+            })
+            .await;
+        match moved {
+            Ok(Some((job, transcripts))) => {
+                app.queue.notify();
+                return Ok(json_response(200, &job_json(&app, &job, &transcripts)));
+            }
+            Ok(None) => {}
+            // The job is still as read; the sweep tries again.
+            Err(e) => tracing::warn!(job = %job.id, "checking the upload: {e:?}"),
+        }
+    }
     Ok(json_response(200, &job_json(&app, &job, &transcripts)))
 }
 
@@ -677,10 +701,25 @@ pub async fn create(
         })
         .await?;
     let (expires, sig) = url;
-    let upload_url = format!(
-        "{}/upload/{}?expires={expires}&signature={sig}",
-        app.config.public_url, job.id
+    // A bucket signs its own PUT URL (the bytes then never pass through this process); a local
+    // directory receives them on `PUT /upload/{id}`, signed with the server's secret.
+    let media = app.media.clone();
+    let (jid, ct, size) = (
+        job.id.clone(),
+        job.content_type.clone(),
+        job.size_bytes as u64,
     );
+    let presigned =
+        tokio::task::spawn_blocking(move || media.presign_upload(&jid, &ct, size, expires))
+            .await
+            .map_err(|e| ApiError::Internal(format!("blocking task: {e}")))?
+            .map_err(|e| ApiError::Internal(format!("presigning the upload: {e}")))?;
+    let upload_url = presigned.unwrap_or_else(|| {
+        format!(
+            "{}/upload/{}?expires={expires}&signature={sig}",
+            app.config.public_url, job.id
+        )
+    });
     let body = json!({
         "id": job.id,
         "status": "uploading",

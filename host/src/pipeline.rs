@@ -30,8 +30,8 @@ use serde_json::{json, Value};
 
 use crate::db::Store;
 use crate::jobs::{load_job, JobRow};
+use crate::media::{MediaStore, Object};
 use crate::recognizer::Recognizer;
-use crate::uploads::media_path;
 use crate::util::{new_id, now_ms};
 use crate::words::{encode, seconds};
 
@@ -83,6 +83,16 @@ impl Queue {
         }
     }
 
+    /// Sleeps for `timeout` unless stopped; whether it was stopped.
+    fn wait_stopped(&self, timeout: Duration) -> bool {
+        if let Ok(guard) = self.wake.lock() {
+            let _ = self
+                .cond
+                .wait_timeout_while(guard, timeout, |_| !self.stopped());
+        }
+        self.stopped()
+    }
+
     fn release(&self, seq: i64) {
         if let Ok(mut c) = self.claimed.lock() {
             c.remove(&seq);
@@ -120,8 +130,10 @@ pub struct Pipeline {
     pub queue: Arc<Queue>,
     /// The recognizer.
     pub recognizer: Arc<dyn Recognizer>,
-    /// The data directory.
+    /// The data directory (its `work/` holds extracted audio and ffmpeg's outputs in progress).
     pub data_dir: PathBuf,
+    /// Where media bytes live.
+    pub media: Arc<dyn MediaStore>,
 }
 
 impl Pipeline {
@@ -134,15 +146,14 @@ impl Pipeline {
             ids.collect::<rusqlite::Result<Vec<_>>>()
         })?;
         for id in uploaded {
-            if media_path(&self.data_dir, &id).is_file() {
-                if let Some(job) = self.store.with(|c| load_job(c, &id))? {
-                    match crate::uploads::complete_upload(&self.store, &job) {
-                        Ok(_) => {
-                            tracing::info!(job = %id, "completed an upload interrupted by a restart")
-                        }
-                        Err(e) => {
-                            tracing::warn!(job = %id, "could not complete an interrupted upload: {e}")
-                        }
+            if let Some(job) = self.store.with(|c| load_job(c, &id))? {
+                match crate::uploads::check_arrived(&self.store, self.media.as_ref(), &job) {
+                    Ok(true) => {
+                        tracing::info!(job = %id, "completed an upload interrupted by a restart")
+                    }
+                    Ok(false) => {}
+                    Err(e) => {
+                        tracing::warn!(job = %id, "could not complete an interrupted upload: {e}")
                     }
                 }
             }
@@ -170,8 +181,17 @@ impl Pipeline {
         Ok(())
     }
 
-    /// Starts `n` worker threads.
+    /// Starts `n` worker threads, and the sweep of direct uploads when the media store takes them.
     pub fn start(self: &Arc<Self>, n: usize) -> Vec<std::thread::JoinHandle<()>> {
+        if self.media.takes_direct_uploads() {
+            let me = self.clone();
+            let sweep = std::thread::Builder::new()
+                .name("upload-sweep".into())
+                .spawn(move || me.sweep_uploads());
+            if let Err(e) = sweep {
+                tracing::error!("could not start the upload sweep: {e}");
+            }
+        }
         (0..n.max(1))
             .map(|i| {
                 let me = self.clone();
@@ -268,6 +288,51 @@ impl Pipeline {
         }
     }
 
+    /// Every [`UPLOAD_SWEEP`], moves on the uploading jobs whose media has arrived in the bucket
+    /// (`uploads::check_arrived`), so a job starts without anyone polling it. Jobs whose upload
+    /// URL expired more than [`UPLOAD_GRACE`] ago are no longer looked at: a PUT accepted by the
+    /// bucket just before the expiry has had that long to finish.
+    fn sweep_uploads(&self) {
+        loop {
+            if self.queue.wait_stopped(UPLOAD_SWEEP) {
+                return;
+            }
+            let since = now_ms() - UPLOAD_GRACE.as_millis() as i64;
+            let waiting = self.store.with(|c| {
+                let mut stmt = c.prepare(
+                    "SELECT id FROM jobs WHERE status = 'uploading' AND upload_expires_at > ?1",
+                )?;
+                let ids = stmt.query_map([since], |r| r.get::<_, String>(0))?;
+                ids.collect::<rusqlite::Result<Vec<_>>>()
+            });
+            let waiting = match waiting {
+                Ok(ids) => ids,
+                Err(e) => {
+                    tracing::warn!("upload sweep: {e}");
+                    continue;
+                }
+            };
+            for id in waiting {
+                let job = match self.store.with(|c| load_job(c, &id)) {
+                    Ok(Some(job)) => job,
+                    Ok(None) => continue,
+                    Err(e) => {
+                        tracing::warn!("upload sweep: {e}");
+                        continue;
+                    }
+                };
+                match crate::uploads::check_arrived(&self.store, self.media.as_ref(), &job) {
+                    Ok(true) => {
+                        tracing::info!(job = %id, "upload arrived in the bucket");
+                        self.queue.notify();
+                    }
+                    Ok(false) => {}
+                    Err(e) => tracing::warn!(job = %id, "upload sweep: {e}"),
+                }
+            }
+        }
+    }
+
     /// Removes a finished task's queue row.
     fn finish(&self, task: &Task) -> Result<(), String> {
         self.store
@@ -284,16 +349,20 @@ impl Pipeline {
             .with_billing(|c| crate::billing::charge(c, &job.org_id, &job.id, cents))
             .map_err(billing)?;
         let settings = job_settings(job).map_err(StepError::Fail)?;
-        let media = media_path(&self.data_dir, &job.id);
+        let work = self.data_dir.join("work");
+        std::fs::create_dir_all(&work)
+            .map_err(|e| StepError::Retry(format!("creating the work directory: {e}")))?;
+        // A bucket's copy is downloaded into the work directory (removed when `media` drops).
+        let media = self
+            .media
+            .local_file(&job.id, Object::Original, &work)
+            .map_err(|e| StepError::Retry(format!("reading the media: {e}")))?;
         let probe = crate::media::probe(&media).map_err(|e| StepError::Fail(e.to_string()))?;
         if !probe.has_audio {
             return Err(StepError::Fail(
                 crate::media::MediaError::NoAudio.to_string(),
             ));
         }
-        let work = self.data_dir.join("work");
-        std::fs::create_dir_all(&work)
-            .map_err(|e| StepError::Retry(format!("creating the work directory: {e}")))?;
         let wav = work.join(format!("{}.wav", job.id));
         let extracted = crate::media::extract_wav(&media, &wav);
         let recognized = extracted
@@ -437,28 +506,9 @@ impl Pipeline {
     /// leaves the job's result alone (the editor then shows no playback); a step repeated after a
     /// crash skips what is already there.
     fn editor_media(&self, job: &JobRow) {
-        let media = media_path(&self.data_dir, &job.id);
-        let (video, audio, peaks) = editor_media_paths(&self.data_dir, &job.id);
-        if !(video.is_file() || audio.is_file()) {
-            let made = crate::media::probe(&media).and_then(|p| {
-                let out = if p.has_video { &video } else { &audio };
-                crate::media::make_proxy(&media, out, p.has_video)
-            });
-            if let Err(e) = made {
-                tracing::warn!(job = %job.id, "no playback proxy for the editor: {e}");
-            }
-        }
-        if !peaks.is_file() {
-            let tmp = peaks.with_extension("peaks.tmp");
-            let written = crate::media::compute_peaks(&media).and_then(|p| {
-                std::fs::write(&tmp, p)
-                    .and_then(|()| std::fs::rename(&tmp, &peaks))
-                    .map_err(crate::media::MediaError::Io)
-            });
-            if let Err(e) = written {
-                let _ = std::fs::remove_file(&tmp);
-                tracing::warn!(job = %job.id, "no waveform peaks for the editor: {e}");
-            }
+        let work = self.data_dir.join("work");
+        if let Err(e) = crate::media::make_editor_media(self.media.as_ref(), &job.id, &work) {
+            tracing::warn!(job = %job.id, "editor media: {e}");
         }
     }
 
@@ -571,13 +621,7 @@ fn job_settings(job: &JobRow) -> Result<Settings, String> {
         .map_err(|_| "the job's settings do not validate".to_string())
 }
 
-/// Where the editor's media of a job live: (video proxy, audio proxy, peaks). One of the two
-/// proxies exists once the job is ready.
-pub fn editor_media_paths(data_dir: &std::path::Path, job_id: &str) -> (PathBuf, PathBuf, PathBuf) {
-    let dir = data_dir.join("media");
-    (
-        dir.join(format!("{job_id}.video.webm")),
-        dir.join(format!("{job_id}.audio.webm")),
-        dir.join(format!("{job_id}.peaks")),
-    )
-}
+/// How often the uploading jobs are checked for media that arrived in the bucket.
+const UPLOAD_SWEEP: Duration = Duration::from_secs(5);
+/// How long after its upload URL expired a job is still checked.
+const UPLOAD_GRACE: Duration = Duration::from_secs(3600);

@@ -59,6 +59,8 @@ pub struct App {
     pub queue: Arc<Queue>,
     /// The jobs whose upload is streaming (one PUT per job at a time).
     pub uploads: crate::uploads::UploadClaims,
+    /// Where media bytes live (a local directory or a bucket).
+    pub media: Arc<dyn crate::media::MediaStore>,
 }
 
 impl App {

@@ -7,28 +7,31 @@
 //! declared one (415 `content_type_mismatch`), Content-Length equal to the declared size (400
 //! `length_mismatch`), then the job's upload claim (409 `upload_in_progress` while another PUT to
 //! the same job is streaming; the status is read again once claimed, so an upload that finished
-//! meanwhile answers `already_uploaded`). The body then streams to its own temporary file under
-//! DIR/media/tmp, counted as it arrives and refused (400 `length_mismatch`) the moment it exceeds
-//! the declared size or when it ends short. A refused upload releases the claim, removes its
-//! temporary file and leaves the job in `uploading`, so the same URL can be retried until it
-//! expires. A complete body is renamed into place (only the claim holder ever renames), the credits
-//! are charged (one ledger row, 503 `billing_unavailable` if the ledger cannot be written) and the
-//! job moves to `transcribing` and into the work queue; the claim is released after that.
+//! meanwhile answers `already_uploaded`). The body then streams into a new media object
+//! ([`crate::media::MediaStore::create`]: its own temporary file), counted as it arrives and
+//! refused (400 `length_mismatch`) the moment it exceeds the declared size or when it ends short.
+//! A refused upload releases the claim, drops its unfinished object and leaves the job in
+//! `uploading`, so the same URL can be retried until it expires. A complete body is committed
+//! (only the claim holder ever commits), the credits are charged (one ledger row, 503
+//! `billing_unavailable` if the ledger cannot be written) and the job moves to `transcribing` and
+//! into the work queue; the claim is released after that.
+//!
+//! This route receives the media of a local media directory. With a bucket the upload URL is the
+//! bucket's own presigned PUT and the bytes never pass through this process: [`check_arrived`]
+//! moves the job on once the object is there (on `GET /jobs/{id}` and in the pipeline's sweep).
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use crate::error::ApiError;
+use crate::jobs::{job_json, load_job, load_transcripts, signature_mac, JobRow};
+use crate::media::{MediaStore, Object, ObjectWriter};
+use crate::server::{json_response, App, Body};
+use crate::util::{is_id, now_ms, parse_query};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use hyper::{Request, Response};
-use std::io::Write;
-
-use crate::error::ApiError;
-use crate::jobs::{job_json, load_job, load_transcripts, signature_mac, JobRow};
-use crate::server::{json_response, App, Body};
-use crate::util::{hex, is_id, now_ms, parse_query, random_bytes};
 
 /// How long an upload may go without a byte arriving.
 const STALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
@@ -54,7 +57,6 @@ impl UploadClaims {
         Some(UploadClaim {
             jobs: self.jobs.clone(),
             job_id: job_id.to_string(),
-            tmp: None,
         })
     }
 
@@ -67,30 +69,20 @@ impl UploadClaims {
     }
 }
 
-/// One upload's hold on its job, and its temporary file until it is renamed into place.
+/// One upload's hold on its job. (Its unfinished media object removes itself when dropped.)
 #[derive(Debug)]
 pub struct UploadClaim {
     jobs: Arc<Mutex<HashSet<String>>>,
     job_id: String,
-    tmp: Option<PathBuf>,
 }
 
 impl Drop for UploadClaim {
     fn drop(&mut self) {
-        if let Some(tmp) = self.tmp.take() {
-            // Not renamed into place: the upload did not win, so its bytes go.
-            let _ = std::fs::remove_file(tmp);
-        }
         self.jobs
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&self.job_id);
     }
-}
-
-/// Where a job's media lives once uploaded.
-pub fn media_path(data_dir: &Path, job_id: &str) -> PathBuf {
-    data_dir.join("media").join(job_id)
 }
 
 fn decode_hex(s: &str) -> Option<Vec<u8>> {
@@ -139,6 +131,41 @@ pub fn complete_upload(store: &crate::db::Store, job: &JobRow) -> Result<bool, A
         tx.commit()?;
         Ok(n == 1)
     })
+}
+
+/// Whether the media of a job that is still `uploading` has arrived whole in the media store
+/// without passing through [`put`] — a client's PUT to the bucket's presigned URL
+/// ([`MediaStore::accept_upload`]), or on a local directory an upload renamed into place just
+/// before a restart — and if so moves the job on as [`put`] does (charge, `transcribing`, queue
+/// row). Blocking; safe to run again and from several processes at once (the charge is one row
+/// per job, the transition happens once). Returns whether this call moved the job.
+pub fn check_arrived(
+    store: &crate::db::Store,
+    media: &dyn MediaStore,
+    job: &JobRow,
+) -> Result<bool, ApiError> {
+    if job.status != "uploading" {
+        return Ok(false);
+    }
+    let media_error = |e: std::io::Error| ApiError::Internal(format!("media store: {e}"));
+    let arrived = if media.takes_direct_uploads() {
+        media
+            .accept_upload(&job.id, job.size_bytes as u64)
+            .map_err(media_error)?
+    } else {
+        media
+            .size(&job.id, Object::Original)
+            .map_err(media_error)?
+            .is_some()
+    };
+    if !arrived {
+        return Ok(false);
+    }
+    let moved = complete_upload(store, job)?;
+    if let Err(e) = media.discard_upload(&job.id) {
+        tracing::warn!(job = %job.id, "could not remove the client's upload object: {e}");
+    }
+    Ok(moved)
 }
 
 /// PUT /upload/{jobId}.
@@ -210,7 +237,7 @@ pub async fn put(
     // One upload per job at a time: a second PUT while this one streams is refused at once, so it
     // can never replace the winner's media. The status is read again under the claim: an upload
     // that completed between the first read and the claim has moved the job on.
-    let mut claim = app
+    let claim = app
         .uploads
         .claim(&job.id)
         .ok_or(ApiError::UploadInProgress)?;
@@ -223,25 +250,23 @@ pub async fn put(
         return Err(ApiError::AlreadyUploaded);
     }
 
-    let tmp_dir = app.config.data_dir.join("media").join("tmp");
-    let suffix = random_bytes::<6>().map_err(|e| ApiError::Internal(format!("random: {e}")))?;
-    let tmp = tmp_dir.join(format!("{}.{}.part", job.id, hex(&suffix)));
-    // From here the claim removes the file unless it is renamed into place, also when the
-    // connection drops and this future is dropped mid-body.
-    claim.tmp = Some(tmp.clone());
-    stream_to(req.into_body(), &tmp, expected).await?;
-    let dest = media_path(&app.config.data_dir, &job.id);
-    tokio::fs::rename(&tmp, &dest)
+    // The object removes its temporary file unless committed, also when the connection drops
+    // and this future is dropped mid-body.
+    let media = app.media.clone();
+    let jid = job.id.clone();
+    let object = tokio::task::spawn_blocking(move || media.create(&jid, Object::Original))
         .await
-        .map_err(|e| ApiError::Internal(format!("moving the upload into place: {e}")))?;
-    claim.tmp = None;
+        .map_err(|e| ApiError::Internal(format!("blocking task: {e}")))?
+        .map_err(|e| ApiError::Internal(format!("creating the upload's media object: {e}")))?;
+    stream_to(req.into_body(), object, expected).await?;
     let job_for_db = job.clone();
+    let media = app.media.clone();
     let done = app
         .db(move |store| {
             let moved = complete_upload(store, &job_for_db);
             if let Err(ApiError::BillingUnavailable) = moved {
                 // Not charged, so not accepted: the client retries the same URL later.
-                let _ = std::fs::remove_file(media_path(&store_data_dir(store), &job_for_db.id));
+                let _ = media.delete_job(&job_for_db.id);
             }
             let moved = moved?;
             let job = store
@@ -261,35 +286,31 @@ pub async fn put(
     Ok(json_response(200, &job_json(&app, &job, &transcripts)))
 }
 
-fn store_data_dir(store: &crate::db::Store) -> PathBuf {
-    store.data_dir().to_path_buf()
-}
-
 /// Chunks in flight between the network and the disk writer: with hyper's 1 MiB read buffer this
 /// bounds the memory an upload can hold to a few MiB, whatever its size.
 const WRITE_QUEUE: usize = 4;
 
-/// Streams `body` into a new file at `path`, refusing it the moment it holds more than `expected`
-/// bytes, or when it ends with fewer.
+/// Streams `body` into `object`, refusing it the moment it holds more than `expected` bytes, or
+/// when it ends with fewer; commits the object only when exactly `expected` bytes arrived.
 ///
 /// A blocking thread writes while the next chunks arrive, so the network and the disk overlap. The
 /// file is not fsynced: a process crash keeps it (the page cache survives), and after a power loss
 /// a damaged file fails its job with a full refund, the same guarantee the WAL database gives.
-async fn stream_to(mut body: Incoming, path: &Path, expected: u64) -> Result<(), ApiError> {
-    if let Some(dir) = path.parent() {
-        tokio::fs::create_dir_all(dir)
-            .await
-            .map_err(|e| ApiError::Internal(format!("creating {}: {e}", dir.display())))?;
-    }
-    let file = std::fs::File::create(path)
-        .map_err(|e| ApiError::Internal(format!("creating the upload file: {e}")))?;
+async fn stream_to(
+    mut body: Incoming,
+    object: Box<dyn ObjectWriter>,
+    expected: u64,
+) -> Result<(), ApiError> {
     let (tx, mut rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(WRITE_QUEUE);
-    let writer = tokio::task::spawn_blocking(move || -> std::io::Result<()> {
-        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+    // The writer thread hands the object back for the commit; if this future is dropped, the
+    // thread ends when the channel closes and drops the object, which removes its file.
+    let writer = tokio::task::spawn_blocking(move || {
+        let mut object = object;
         while let Some(chunk) = rx.blocking_recv() {
-            out.write_all(&chunk)?;
+            object.write_all(&chunk)?;
         }
-        out.flush()
+        object.flush()?;
+        Ok::<_, std::io::Error>(object)
     });
     let received = receive(&mut body, expected, tx).await;
     // The sender is gone (dropped by `receive`), so the writer ends once it has drained.
@@ -297,11 +318,14 @@ async fn stream_to(mut body: Incoming, path: &Path, expected: u64) -> Result<(),
         .await
         .map_err(|e| ApiError::Internal(format!("upload writer: {e}")))?;
     let received = received?;
-    written.map_err(|e| ApiError::Internal(format!("writing the upload: {e}")))?;
+    let object = written.map_err(|e| ApiError::Internal(format!("writing the upload: {e}")))?;
     if received != expected {
         return Err(ApiError::LengthMismatch { expected });
     }
-    Ok(())
+    tokio::task::spawn_blocking(move || object.commit())
+        .await
+        .map_err(|e| ApiError::Internal(format!("blocking task: {e}")))?
+        .map_err(|e| ApiError::Internal(format!("storing the upload: {e}")))
 }
 
 /// Reads the body into `tx`, counting; stops at the first byte past `expected`.
@@ -345,14 +369,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn one_claim_per_job_released_on_drop_with_its_temporary_file() {
+    fn one_claim_per_job_released_on_drop() {
         let claims = UploadClaims::default();
-        let dir = tempfile::tempdir().expect("temp dir");
-        let tmp = dir.path().join("job.part");
-        std::fs::write(&tmp, b"partial").expect("write");
-
-        let mut first = claims.claim("job").expect("first claim");
-        first.tmp = Some(tmp.clone());
+        let first = claims.claim("job").expect("first claim");
         assert!(claims.claim("job").is_none(), "a second upload is refused");
         let other = claims
             .claim("another job")
@@ -360,7 +379,6 @@ mod tests {
         assert!(claims.is_claimed("job") && claims.is_claimed("another job"));
 
         drop(first);
-        assert!(!tmp.exists(), "a losing upload's file is removed");
         assert!(!claims.is_claimed("job"));
         let retry = claims.claim("job").expect("released: the retry claims it");
         drop(retry);

@@ -12,6 +12,40 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+#[cfg(feature = "s3")]
+pub mod s3;
+
+/// Whether the suite runs its servers on the S3 media store (`CUECRAFT_TEST_MEDIA=s3`: a
+/// SeaweedFS bucket started by the tests, `--media s3://...`) instead of the data directory.
+pub fn media_is_s3() -> bool {
+    std::env::var("CUECRAFT_TEST_MEDIA").is_ok_and(|v| v == "s3")
+}
+
+/// PUTs `body` to an absolute `http://127.0.0.1:PORT/...` URL that is not this service's (a
+/// bucket's presigned upload URL), with exactly `headers` besides `Host` and `Connection`.
+pub fn put_url(url: &str, headers: &[(&str, &str)], body: &[u8]) -> Resp {
+    let rest = url.strip_prefix("http://").expect("an http:// URL");
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let port: u16 = authority
+        .rsplit_once(':')
+        .and_then(|(_, p)| p.parse().ok())
+        .expect("a port in the URL");
+    let mut head = format!("PUT {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .expect("timeout");
+    stream.write_all(head.as_bytes()).expect("send head");
+    let _ = stream.write_all(body);
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw);
+    parse_response(&raw)
+}
+
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_cuecraft");
 
@@ -308,6 +342,19 @@ impl Server {
 
     /// Starts the process and waits until it accepts connections.
     pub fn spawn(&mut self) {
+        if media_is_s3() && !self.args.iter().any(|a| a == "--media") {
+            // Kept in the arguments, so a restart finds the same bucket prefix.
+            #[cfg(feature = "s3")]
+            {
+                let weed = s3::seaweed();
+                self.args.push("--media".into());
+                self.args.push(weed.media_url());
+                self.env
+                    .extend(weed.env().into_iter().map(|(k, v)| (k.to_string(), v)));
+            }
+            #[cfg(not(feature = "s3"))]
+            panic!("CUECRAFT_TEST_MEDIA=s3 needs the tests built with --features s3");
+        }
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -455,18 +502,20 @@ impl Server {
         self.call(key, "POST", "/v1/jobs", body.to_string().as_bytes())
     }
 
-    /// PUTs `data` to a created job's upload URL with its headers, as a client would.
+    /// PUTs `data` to a created job's upload URL with its headers, as a client would: to this
+    /// server, or to the bucket's presigned URL when the media are in S3 (whose answer is the
+    /// bucket's, with no body to speak of).
     pub fn upload(&self, created: &Value, data: &[u8]) -> Resp {
         let url = created["upload"]["url"].as_str().expect("upload url");
-        let path = url
-            .strip_prefix(&self.base())
-            .expect("upload url on this server");
         let ct = created["upload"]["headers"]["Content-Type"]
             .as_str()
             .expect("content type");
         let len = created["upload"]["headers"]["Content-Length"]
             .as_str()
             .expect("content length");
+        let Some(path) = url.strip_prefix(&self.base()) else {
+            return put_url(url, &[("Content-Type", ct), ("Content-Length", len)], data);
+        };
         request(
             self.port,
             "PUT",

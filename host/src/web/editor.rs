@@ -18,6 +18,7 @@ use hyper::Response;
 use serde_json::{json, Value};
 
 use crate::jobs::JobRow;
+use crate::media::{MediaStore, Object};
 use crate::results::{job_frame_rate, job_settings, subtitle_format, subtitle_response};
 use crate::server::{App, Body};
 use crate::store::{Member, Saved, StoredWords};
@@ -164,14 +165,17 @@ fn editor_json(
     transcript: Option<&str>,
     preloaded: Option<(String, i64, Vec<Word>)>,
 ) -> Result<Vec<u8>, WebError> {
-    let (video, audio, peaks) = crate::pipeline::editor_media_paths(&app.config.data_dir, &job.id);
-    let media = if video.is_file() {
-        json!({"kind": "video", "url": format!("/editor/{}/media", job.id)})
-    } else if audio.is_file() {
-        json!({"kind": "audio", "url": format!("/editor/{}/media", job.id)})
-    } else {
-        Value::Null
+    let media = match proxy(app.media.as_ref(), &job.id)? {
+        Some((_, _, ct)) => {
+            json!({"kind": &ct[..5], "url": format!("/editor/{}/media", job.id)})
+        }
+        None => Value::Null,
     };
+    let has_peaks = app
+        .media
+        .size(&job.id, Object::Peaks)
+        .map_err(|e| WebError::Internal(format!("media store: {e}")))?
+        .is_some();
     let fr = job_frame_rate(job);
     let mut out = json!({
         "job": {
@@ -184,7 +188,7 @@ fn editor_json(
             "frameRate": {"num": fr.num, "den": fr.den},
         },
         "media": media,
-        "peaks": if peaks.is_file() {
+        "peaks": if has_peaks {
             json!({"url": format!("/editor/{}/peaks", job.id), "perSecond": crate::media::PEAKS_PER_SECOND})
         } else { Value::Null },
         "transcripts": [],
@@ -423,6 +427,26 @@ pub fn parse_range(header: &str, len: u64) -> Option<Result<(u64, u64), ()>> {
     Some(Ok(range))
 }
 
+/// The job's editor proxy in the media store: (object, size, content type), `None` when there is
+/// none (not ready yet, or ffmpeg could not make one). Blocking.
+fn proxy(
+    media: &dyn MediaStore,
+    job_id: &str,
+) -> Result<Option<(Object, u64, &'static str)>, WebError> {
+    for (object, ct) in [
+        (Object::VideoProxy, "video/webm"),
+        (Object::AudioProxy, "audio/webm"),
+    ] {
+        let size = media
+            .size(job_id, object)
+            .map_err(|e| WebError::Internal(format!("media store: {e}")))?;
+        if let Some(size) = size {
+            return Ok(Some((object, size, ct)));
+        }
+    }
+    Ok(None)
+}
+
 /// GET /editor/{id}/media: the proxy, with HTTP Range.
 pub async fn media(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response<Body>, WebError> {
     check_id(id)?;
@@ -430,28 +454,24 @@ pub async fn media(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Respons
     let viewer = session.member.clone();
     let jid = id.to_string();
     db(app, move |c| visible(c, &viewer, &jid).map(|_| ())).await?;
-    let (video, audio, _) = crate::pipeline::editor_media_paths(&app.config.data_dir, id);
-    let (path, ct) = if video.is_file() {
-        (video, "video/webm")
-    } else if audio.is_file() {
-        (audio, "audio/webm")
-    } else {
-        return Err(WebError::NotFound);
-    };
+    let store = app.media.clone();
+    let jid = id.to_string();
     let range = req
         .headers
         .get(hyper::header::RANGE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
     let resp = tokio::task::spawn_blocking(move || -> Result<Response<Body>, WebError> {
-        use std::io::{Read, Seek, SeekFrom};
-        let mut f = std::fs::File::open(&path)?;
-        let len = f.metadata()?.len();
+        let (object, len, ct) = proxy(store.as_ref(), &jid)?.ok_or(WebError::NotFound)?;
+        let read = |first: u64, n: u64| {
+            store
+                .read_range(&jid, object, first, n)
+                .map_err(|e| WebError::Internal(format!("media store: {e}")))
+        };
         let parsed = range.as_deref().and_then(|r| parse_range(r, len));
         match parsed {
             None => {
-                let mut all = Vec::new();
-                f.read_to_end(&mut all)?;
+                let all = read(0, len)?;
                 let mut resp = respond_bytes(200, ct, all);
                 resp.headers_mut()
                     .insert(ACCEPT_RANGES, HeaderValue::from_static("bytes"));
@@ -466,9 +486,7 @@ pub async fn media(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Respons
             }
             Some(Ok((first, last))) => {
                 let last = last.min(first + MAX_RANGE - 1);
-                let mut part = vec![0u8; (last - first + 1) as usize];
-                f.seek(SeekFrom::Start(first))?;
-                f.read_exact(&mut part)?;
+                let part = read(first, last - first + 1)?;
                 let mut resp = respond_bytes(206, ct, part);
                 resp.headers_mut()
                     .insert(ACCEPT_RANGES, HeaderValue::from_static("bytes"));
@@ -491,10 +509,13 @@ pub async fn peaks(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Respons
     let viewer = session.member.clone();
     let jid = id.to_string();
     db(app, move |c| visible(c, &viewer, &jid).map(|_| ())).await?;
-    let (_, _, path) = crate::pipeline::editor_media_paths(&app.config.data_dir, id);
-    let bytes = tokio::fs::read(&path)
+    let store = app.media.clone();
+    let jid = id.to_string();
+    let bytes = tokio::task::spawn_blocking(move || store.read(&jid, Object::Peaks))
         .await
-        .map_err(|_| WebError::NotFound)?;
+        .map_err(|e| WebError::Internal(e.to_string()))?
+        .map_err(|e| WebError::Internal(format!("media store: {e}")))?
+        .ok_or(WebError::NotFound)?;
     Ok(respond_bytes(200, "application/octet-stream", bytes))
 }
 

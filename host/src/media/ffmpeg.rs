@@ -1,4 +1,4 @@
-//! Media handling with ffprobe and ffmpeg: probing, and extraction of 16 kHz mono PCM.
+//! ffprobe and ffmpeg: probing, extraction of 16 kHz mono PCM, the editor's proxy and peaks.
 //!
 //! Both tools are run as child processes (Debian's ffmpeg, installed by `scripts/setup`): they read
 //! every container and codec a customer may upload, and a crash or hang in a decoder stays outside

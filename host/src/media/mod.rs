@@ -1,0 +1,268 @@
+//! Media: where a job's bytes live ([`MediaStore`]: a local directory, or an S3-compatible bucket
+//! with the `s3` feature) and what ffprobe/ffmpeg make of them ([`ffmpeg`]: probe, extract, proxy,
+//! peaks).
+//!
+//! Every media byte — the upload, the editor's WebM proxy, the waveform peaks — is read and
+//! written through a [`MediaStore`]; handlers and the pipeline name objects ([`Object`] of a job
+//! id), never file paths. ffmpeg needs a file, so the pipeline asks for a [`LocalFile`] (the
+//! stored file itself for a local directory, a downloaded copy in the work directory for S3) and
+//! hands it to the [`ffmpeg`] functions.
+//!
+//! The trait is synchronous (blocking I/O): it is called from the pipeline's threads and, in the
+//! handlers, from `spawn_blocking`, as rusqlite is. ARCHITECTURE.md says why.
+
+pub mod ffmpeg;
+mod local;
+#[cfg(feature = "s3")]
+mod s3;
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use ffmpeg::{
+    compute_peaks, extract_wav, make_proxy, probe, MediaError, Probe, PEAKS_PER_SECOND,
+};
+pub use local::LocalDirectory;
+#[cfg(feature = "s3")]
+pub use s3::S3Bucket;
+
+/// One of a job's media objects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Object {
+    /// The uploaded file, as uploaded.
+    Original,
+    /// The editor's proxy of a video: WebM, VP8 and Opus.
+    VideoProxy,
+    /// The editor's proxy of audio-only media: WebM, Opus.
+    AudioProxy,
+    /// The waveform's peaks: one byte per 1/[`PEAKS_PER_SECOND`] s.
+    Peaks,
+}
+
+impl Object {
+    /// Every kind, in the order a job's objects are made.
+    pub const ALL: [Object; 4] = [
+        Object::Original,
+        Object::VideoProxy,
+        Object::AudioProxy,
+        Object::Peaks,
+    ];
+}
+
+/// Where a job's media objects are kept. Blocking: call it from a blocking thread (the pipeline's
+/// workers, `spawn_blocking`), never on an async worker.
+///
+/// Writes are all or nothing: an object is visible only once complete ([`ObjectWriter::commit`],
+/// [`MediaStore::put_file`]); an abandoned write leaves nothing behind.
+pub trait MediaStore: fmt::Debug + Send + Sync {
+    /// Where the media live, for logs (`file:///srv/cuecraft/media`, `s3://bucket/prefix`).
+    fn describe(&self) -> String;
+
+    /// The object's size in bytes, `None` when there is no such object.
+    fn size(&self, job_id: &str, object: Object) -> io::Result<Option<u64>>;
+
+    /// `len` bytes of the object from byte `first` (the caller keeps the range inside the
+    /// object). `NotFound` when there is no such object.
+    fn read_range(&self, job_id: &str, object: Object, first: u64, len: u64)
+        -> io::Result<Vec<u8>>;
+
+    /// The whole object, `None` when there is none. For small objects (peaks).
+    fn read(&self, job_id: &str, object: Object) -> io::Result<Option<Vec<u8>>>;
+
+    /// Starts writing the object. Nothing is visible until [`ObjectWriter::commit`]; a writer
+    /// dropped without it leaves nothing behind. A committed object replaces one of the same name.
+    fn create(&self, job_id: &str, object: Object) -> io::Result<Box<dyn ObjectWriter>>;
+
+    /// Stores the complete local file `file` as the object and removes the local file (moved
+    /// into place on a local directory, uploaded to a bucket).
+    fn put_file(&self, job_id: &str, object: Object, file: &Path) -> io::Result<()>;
+
+    /// The object as a local file ffmpeg can read: the stored file itself on a local directory,
+    /// else a copy downloaded into `work_dir` that is removed when the [`LocalFile`] is dropped.
+    /// `NotFound` when there is no such object.
+    fn local_file(&self, job_id: &str, object: Object, work_dir: &Path) -> io::Result<LocalFile>;
+
+    /// Removes every object of the job, the upload included. Removing what is not there is not an
+    /// error.
+    fn delete_job(&self, job_id: &str) -> io::Result<()>;
+
+    /// A presigned URL the client PUTs the original to directly, with `content_type` and
+    /// `size_bytes` signed into it and valid until `expires_unix` (seconds); `None` when the media
+    /// arrive through the service's own `PUT /upload/{id}` (a local directory).
+    fn presign_upload(
+        &self,
+        job_id: &str,
+        content_type: &str,
+        size_bytes: u64,
+        expires_unix: i64,
+    ) -> io::Result<Option<String>>;
+
+    /// Whether clients upload straight to the store ([`MediaStore::presign_upload`] gives URLs),
+    /// so that someone has to look for uploads that arrived ([`MediaStore::accept_upload`]).
+    fn takes_direct_uploads(&self) -> bool {
+        false
+    }
+
+    /// For direct uploads: whether a complete upload of `size_bytes` has arrived at the presigned
+    /// URL, in which case it is now the job's [`Object::Original`] (copied out of the client's
+    /// reach, so a later PUT to the same URL cannot change it). Always false on a local directory.
+    /// Safe to call again, from any process.
+    fn accept_upload(&self, job_id: &str, size_bytes: u64) -> io::Result<bool>;
+
+    /// For direct uploads: removes the client's copy once the job has moved on (after
+    /// [`MediaStore::accept_upload`] and the status change). Nothing to do on a local directory.
+    fn discard_upload(&self, job_id: &str) -> io::Result<()>;
+}
+
+/// An object being written; see [`MediaStore::create`].
+pub trait ObjectWriter: io::Write + Send {
+    /// Makes the written bytes the object.
+    fn commit(self: Box<Self>) -> io::Result<()>;
+}
+
+/// A media object as a file on this machine, for ffmpeg. A downloaded copy is removed on drop.
+#[derive(Debug)]
+pub struct LocalFile {
+    path: PathBuf,
+    temporary: bool,
+}
+
+impl LocalFile {
+    /// A stored file, left alone on drop.
+    pub fn stored(path: PathBuf) -> LocalFile {
+        LocalFile {
+            path,
+            temporary: false,
+        }
+    }
+
+    /// A copy, removed on drop.
+    pub fn copy(path: PathBuf) -> LocalFile {
+        LocalFile {
+            path,
+            temporary: true,
+        }
+    }
+}
+
+impl AsRef<Path> for LocalFile {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// So that the [`ffmpeg`] functions take `&local_file` as they take a path.
+impl std::ops::Deref for LocalFile {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for LocalFile {
+    fn drop(&mut self) {
+        if self.temporary {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Makes the editor's media of a job: a browser-playable proxy ([`make_proxy`]: picture and
+/// sound for video, sound alone for audio-only media) and the waveform's peaks
+/// ([`compute_peaks`]), each made in `work_dir` and then stored whole. What the store has already
+/// is not made again (a step repeated after a crash). Errors are for the operator's log: the job
+/// becomes ready without them (the editor then has no playback or no waveform).
+pub fn make_editor_media(
+    store: &dyn MediaStore,
+    job_id: &str,
+    work_dir: &Path,
+) -> Result<(), String> {
+    let exists = |o| store.size(job_id, o).map(|s| s.is_some());
+    let have_proxy = exists(Object::VideoProxy).map_err(|e| e.to_string())?
+        || exists(Object::AudioProxy).map_err(|e| e.to_string())?;
+    let have_peaks = exists(Object::Peaks).map_err(|e| e.to_string())?;
+    if have_proxy && have_peaks {
+        return Ok(());
+    }
+    std::fs::create_dir_all(work_dir).map_err(|e| format!("work directory: {e}"))?;
+    let input = store
+        .local_file(job_id, Object::Original, work_dir)
+        .map_err(|e| format!("reading the media: {e}"))?;
+    let mut problems = Vec::new();
+    if !have_proxy {
+        let out = work_dir.join(format!("{job_id}.proxy.tmp"));
+        let made = probe(&input).and_then(|p| {
+            make_proxy(&input, &out, p.has_video)?;
+            let object = if p.has_video {
+                Object::VideoProxy
+            } else {
+                Object::AudioProxy
+            };
+            store.put_file(job_id, object, &out).map_err(MediaError::Io)
+        });
+        if let Err(e) = made {
+            let _ = std::fs::remove_file(&out);
+            problems.push(format!("no playback proxy: {e}"));
+        }
+    }
+    if !have_peaks {
+        let out = work_dir.join(format!("{job_id}.peaks.tmp"));
+        let made = compute_peaks(&input).and_then(|peaks| {
+            std::fs::write(&out, peaks)
+                .and_then(|()| store.put_file(job_id, Object::Peaks, &out))
+                .map_err(MediaError::Io)
+        });
+        if let Err(e) = made {
+            let _ = std::fs::remove_file(&out);
+            problems.push(format!("no waveform peaks: {e}"));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+/// Opens the media store that `spec` names (`--media`, `CUECRAFT_MEDIA`):
+///
+/// - `None` or empty: the directory `DATA_DIR/media` (the single-machine default);
+/// - `file:///absolute/path` or `file://relative/path`: that directory;
+/// - `s3://bucket[/prefix]?endpoint=URL&region=NAME` (with the `s3` feature): an S3-compatible
+///   bucket, credentials from `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` (and
+///   `AWS_SESSION_TOKEN`); `region` defaults to `AWS_REGION`/`AWS_DEFAULT_REGION`, else
+///   `us-east-1`; `endpoint` defaults to `AWS_ENDPOINT_URL`, else AWS itself.
+///
+/// The directory is created when missing. Errors are one line for the operator.
+pub fn open(spec: Option<&str>, data_dir: &Path) -> Result<Arc<dyn MediaStore>, String> {
+    let spec = spec.map(str::trim).filter(|s| !s.is_empty());
+    match spec {
+        None => Ok(Arc::new(LocalDirectory::open(&data_dir.join("media"))?)),
+        Some(s) if s.starts_with("file://") => {
+            let dir = &s["file://".len()..];
+            if dir.is_empty() {
+                return Err(format!("--media {s}: no directory after file://"));
+            }
+            Ok(Arc::new(LocalDirectory::open(Path::new(dir))?))
+        }
+        Some(s) if s.starts_with("s3://") => open_s3(s),
+        Some(s) => Err(format!(
+            "--media {s:?}: expected file://DIR or s3://BUCKET?endpoint=URL&region=NAME"
+        )),
+    }
+}
+
+#[cfg(feature = "s3")]
+fn open_s3(spec: &str) -> Result<Arc<dyn MediaStore>, String> {
+    Ok(Arc::new(S3Bucket::open(spec)?))
+}
+
+#[cfg(not(feature = "s3"))]
+fn open_s3(spec: &str) -> Result<Arc<dyn MediaStore>, String> {
+    Err(format!(
+        "--media {spec}: this cuecraft was built without S3 support (cargo feature `s3`)"
+    ))
+}
