@@ -23,15 +23,16 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-use crate::error::ApiError;
-use crate::jobs::{job_json, load_job, load_transcripts, signature_mac, JobRow};
-use crate::media::{MediaStore, Object, ObjectWriter};
-use crate::server::{json_response, App, Body};
-use crate::util::{is_id, now_ms, parse_query};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use hyper::{Request, Response};
+
+use crate::api::jobs::{job_json, load_job, load_transcripts, signature_mac, JobRow};
+use crate::http::error::ApiError;
+use crate::http::{json_response, App, Body};
+use crate::media::{MediaStore, Object, ObjectWriter};
+use crate::util::{is_id, now_ms, parse_query};
 
 /// How long an upload may go without a byte arriving.
 const STALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
@@ -106,7 +107,10 @@ fn same_type(a: &str, b: &str) -> bool {
 /// Moves a job whose media is in place to `transcribing`: charge (idempotent), then the
 /// transition and its queue row in one transaction. Returns false when the job was no longer
 /// uploading.
-pub fn complete_upload(store: &crate::db::Store, job: &JobRow) -> Result<bool, ApiError> {
+pub fn complete_upload(
+    store: &crate::store::sqlite::SqliteStore,
+    job: &JobRow,
+) -> Result<bool, ApiError> {
     let cents = crate::billing::required_cents(job.declared_seconds, job.price_cents_per_minute);
     store
         .with_billing(|c| crate::billing::charge(c, &job.org_id, &job.id, cents))
@@ -140,7 +144,7 @@ pub fn complete_upload(store: &crate::db::Store, job: &JobRow) -> Result<bool, A
 /// row). Blocking; safe to run again and from several processes at once (the charge is one row
 /// per job, the transition happens once). Returns whether this call moved the job.
 pub fn check_arrived(
-    store: &crate::db::Store,
+    store: &crate::store::sqlite::SqliteStore,
     media: &dyn MediaStore,
     job: &JobRow,
 ) -> Result<bool, ApiError> {
