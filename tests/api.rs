@@ -47,9 +47,12 @@ fn job_runs_from_creation_to_subtitles_in_every_format() {
         created["upload"]["headers"]["Content-Length"],
         data.len().to_string()
     );
-    assert!(created["upload"]["url"]
-        .as_str()
-        .is_some_and(|u| u.starts_with(&format!("{base}/upload/{id}?expires="))));
+    // On S3 the URL is the bucket's own presigned PUT (tests/media_store.rs).
+    if !crate::common::media_is_s3() {
+        assert!(created["upload"]["url"]
+            .as_str()
+            .is_some_and(|u| u.starts_with(&format!("{base}/upload/{id}?expires="))));
+    }
     assert!(created["upload"]["expiresAt"]
         .as_str()
         .is_some_and(|t| t.ends_with('Z')));
@@ -67,7 +70,10 @@ fn job_runs_from_creation_to_subtitles_in_every_format() {
 
     let up = server.upload(&created, &data);
     assert_eq!(up.status, 200, "{}", up.text());
-    assert_eq!(up.json()["status"], "transcribing");
+    if !crate::common::media_is_s3() {
+        // The service's own upload route answers with the job (a bucket answers for itself).
+        assert_eq!(up.json()["status"], "transcribing");
+    }
 
     let job = server.wait_for(&org.key, &id, &["ready", "failed"]);
     assert_eq!(job["status"], "ready", "{job}\n{}", server.log());

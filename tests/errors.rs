@@ -74,6 +74,8 @@ fn uploaded(server: &Server, key: &str, data: &[u8], language: &str) -> String {
 #[test]
 fn every_error_code_is_produced_by_a_real_request() {
     // The scenarios poll a lot with one key: the rate limit gets its own server at the default.
+    // The upload codes are the service's own upload route's, which only a local media directory
+    // uses (with S3 the bucket refuses, tests/media_store.rs): media in the data directory.
     let server = Server::start(&[
         "--workers",
         "1",
@@ -81,6 +83,8 @@ fn every_error_code_is_produced_by_a_real_request() {
         "10",
         "--rate-limit-per-minute",
         "100000",
+        crate::common::LOCAL_MEDIA[0],
+        crate::common::LOCAL_MEDIA[1],
     ]);
     let org = server.org(10_000, &[]);
     let key = org.key.as_str();

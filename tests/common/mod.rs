@@ -21,6 +21,11 @@ pub fn media_is_s3() -> bool {
     std::env::var("CUECRAFT_TEST_MEDIA").is_ok_and(|v| v == "s3")
 }
 
+/// `serve` arguments that keep a server's media in its data directory even when the suite runs
+/// on S3: for the tests of the service's own upload route (`PUT /upload/{id}`), which only a
+/// local media directory uses. `<data-dir>` is replaced by the server's data directory.
+pub const LOCAL_MEDIA: [&str; 2] = ["--media", "file://<data-dir>/media"];
+
 /// PUTs `body` to an absolute `http://127.0.0.1:PORT/...` URL that is not this service's (a
 /// bucket's presigned upload URL), with exactly `headers` besides `Host` and `Connection`.
 pub fn put_url(url: &str, headers: &[(&str, &str)], body: &[u8]) -> Resp {
@@ -354,6 +359,12 @@ impl Server {
             }
             #[cfg(not(feature = "s3"))]
             panic!("CUECRAFT_TEST_MEDIA=s3 needs the tests built with --features s3");
+        }
+        let data_dir = self.data_dir().display().to_string();
+        for a in self.args.iter_mut() {
+            if a.contains("<data-dir>") {
+                *a = a.replace("<data-dir>", &data_dir);
+            }
         }
         let log = std::fs::OpenOptions::new()
             .create(true)
