@@ -17,7 +17,7 @@
 //! into the work queue; the claim is released after that.
 //!
 //! This route receives the media of a local media directory. With a bucket the upload URL is the
-//! bucket's own presigned PUT and the bytes never pass through this process: [`check_arrived`]
+//! bucket's own presigned PUT and the bytes never pass through this process: `pipeline::check_arrived`
 //! moves the job on once the object is there (on `GET /jobs/{id}` and in the pipeline's sweep).
 
 use std::collections::HashSet;
@@ -28,10 +28,12 @@ use hyper::body::Incoming;
 use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use hyper::{Request, Response};
 
-use crate::api::jobs::{job_json, load_job, load_transcripts, signature_mac, JobRow};
+use crate::api::jobs::{job_json, signature_mac};
 use crate::http::error::ApiError;
 use crate::http::{json_response, App, Body};
-use crate::media::{MediaStore, Object, ObjectWriter};
+use crate::media::{Object, ObjectWriter};
+use crate::pipeline::UploadError;
+use crate::store::{JobRow, Store};
 use crate::util::{is_id, now_ms, parse_query};
 
 /// How long an upload may go without a byte arriving.
@@ -104,72 +106,16 @@ fn same_type(a: &str, b: &str) -> bool {
     a.trim().eq_ignore_ascii_case(b.trim())
 }
 
-/// Moves a job whose media is in place to `transcribing`: charge (idempotent), then the
-/// transition and its queue row in one transaction. Returns false when the job was no longer
-/// uploading.
-pub fn complete_upload(
-    store: &crate::store::sqlite::SqliteStore,
-    job: &JobRow,
-) -> Result<bool, ApiError> {
-    let cents = crate::billing::required_cents(job.declared_seconds, job.price_cents_per_minute);
-    store
-        .with_billing(|c| crate::billing::charge(c, &job.org_id, &job.id, cents))
-        .map_err(|e| {
+/// Moves a job whose media is in place to `transcribing` ([`crate::pipeline::accept_upload`]):
+/// 503 `billing_unavailable` when the ledger cannot be written.
+pub fn complete_upload(store: &dyn Store, job: &JobRow) -> Result<bool, ApiError> {
+    crate::pipeline::accept_upload(store, job).map_err(|e| match e {
+        UploadError::Billing(e) => {
             tracing::warn!("billing unavailable while charging {}: {e}", job.id);
             ApiError::BillingUnavailable
-        })?;
-    store.with(|c| {
-        let tx = c.transaction()?;
-        let now = now_ms();
-        let n = tx.execute(
-            "UPDATE jobs SET status = 'transcribing', uploaded_at = ?1, updated_at = ?1
-             WHERE id = ?2 AND status = 'uploading'",
-            rusqlite::params![now, job.id],
-        )?;
-        if n == 1 {
-            tx.execute(
-                "INSERT OR IGNORE INTO queue (job_id, task, enqueued_at) VALUES (?1, 'job', ?2)",
-                rusqlite::params![job.id, now],
-            )?;
         }
-        tx.commit()?;
-        Ok(n == 1)
+        UploadError::Store(e) => ApiError::from(e),
     })
-}
-
-/// Whether the media of a job that is still `uploading` has arrived whole in the media store
-/// without passing through [`put`] — a client's PUT to the bucket's presigned URL
-/// ([`MediaStore::accept_upload`]), or on a local directory an upload renamed into place just
-/// before a restart — and if so moves the job on as [`put`] does (charge, `transcribing`, queue
-/// row). Blocking; safe to run again and from several processes at once (the charge is one row
-/// per job, the transition happens once). Returns whether this call moved the job.
-pub fn check_arrived(
-    store: &crate::store::sqlite::SqliteStore,
-    media: &dyn MediaStore,
-    job: &JobRow,
-) -> Result<bool, ApiError> {
-    if job.status != "uploading" {
-        return Ok(false);
-    }
-    let media_error = |e: std::io::Error| ApiError::Internal(format!("media store: {e}"));
-    let arrived = if media.takes_direct_uploads() {
-        media
-            .accept_upload(&job.id, job.size_bytes as u64)
-            .map_err(media_error)?
-    } else {
-        media
-            .size(&job.id, Object::Original)
-            .map_err(media_error)?
-            .is_some()
-    };
-    if !arrived {
-        return Ok(false);
-    }
-    let moved = complete_upload(store, job)?;
-    if let Err(e) = media.discard_upload(&job.id) {
-        tracing::warn!(job = %job.id, "could not remove the client's upload object: {e}");
-    }
-    Ok(moved)
 }
 
 /// PUT /upload/{jobId}.
@@ -193,7 +139,7 @@ pub async fn put(
     }
     let lookup = id.clone();
     let job = app
-        .db(move |store| store.with(|c| Ok(load_job(c, &lookup)?)))
+        .db(move |store| Ok(store.job(&lookup)?))
         .await?
         .ok_or(ApiError::JobNotFound)?;
     let expires: i64 = expires
@@ -247,7 +193,7 @@ pub async fn put(
         .ok_or(ApiError::UploadInProgress)?;
     let lookup = job.id.clone();
     let still_uploading = app
-        .db(move |store| store.with(|c| Ok(load_job(c, &lookup)?)))
+        .db(move |store| Ok(store.job(&lookup)?))
         .await?
         .is_some_and(|j| j.status == "uploading");
     if !still_uploading {
@@ -273,10 +219,8 @@ pub async fn put(
                 let _ = media.delete_job(&job_for_db.id);
             }
             let moved = moved?;
-            let job = store
-                .with(|c| Ok::<_, ApiError>(load_job(c, &job_for_db.id)?))?
-                .ok_or(ApiError::JobNotFound)?;
-            let transcripts = store.with(|c| Ok::<_, ApiError>(load_transcripts(c, &job.id)?))?;
+            let job = store.job(&job_for_db.id)?.ok_or(ApiError::JobNotFound)?;
+            let transcripts = store.transcripts(&job.id)?;
             Ok((moved, job, transcripts))
         })
         .await?;
