@@ -9,6 +9,7 @@
 
 mod align;
 mod auth;
+mod cache;
 mod editor;
 mod password;
 mod projects;
