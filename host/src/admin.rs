@@ -9,7 +9,7 @@ use cuecraft_engine::PartialSettings;
 use rusqlite::{params, OptionalExtension};
 use serde_json::{json, Value};
 
-use crate::db::Store;
+use crate::store::sqlite::SqliteStore;
 use crate::util::{is_id, new_api_key, new_id, now_ms, parse_rfc3339, rfc3339, sha256};
 
 /// The plan's default maximum file size: the contract's own ceiling, 5 GiB.
@@ -249,7 +249,7 @@ fn public_url(data_dir: &std::path::Path, arg: Option<String>) -> String {
 
 /// A sign-in link for an active member: (url, expiresAt).
 fn login_link(
-    store: &Store,
+    store: &SqliteStore,
     data_dir: &std::path::Path,
     member: &str,
     url: Option<String>,
@@ -257,8 +257,8 @@ fn login_link(
 ) -> anyhow::Result<(String, String)> {
     check_id("member", member)?;
     let token = store.with(|c| -> anyhow::Result<String> {
-        crate::store::create_login_link(c, member, now).map_err(|e| match e {
-            crate::store::StoreError::NoActiveMember => {
+        crate::store::sqlite::web::create_login_link(c, member, now).map_err(|e| match e {
+            crate::store::sqlite::web::StoreError::NoActiveMember => {
                 anyhow::anyhow!("no active member {member}")
             }
             e => anyhow::anyhow!(e),
@@ -266,13 +266,13 @@ fn login_link(
     })?;
     Ok((
         format!("{}/login/{token}", public_url(data_dir, url)),
-        rfc3339(now + crate::store::LOGIN_LINK_TTL_MS),
+        rfc3339(now + crate::store::sqlite::web::LOGIN_LINK_TTL_MS),
     ))
 }
 
 /// Runs one admin command and returns the JSON object it prints.
 pub fn run(args: AdminArgs) -> anyhow::Result<Value> {
-    let store = Store::open(&args.data_dir)
+    let store = SqliteStore::open(&args.data_dir)
         .with_context(|| format!("opening the data directory {}", args.data_dir.display()))?;
     let now = now_ms();
     match args.command {
@@ -355,7 +355,7 @@ pub fn run(args: AdminArgs) -> anyhow::Result<Value> {
                             "UPDATE members SET left_at = ?1 WHERE id = ?2",
                             params![now, member],
                         )?;
-                        crate::store::revoke_member(c, &member)?;
+                        crate::store::sqlite::web::revoke_member(c, &member)?;
                         Ok(now)
                     }
                 }
@@ -385,7 +385,7 @@ pub fn run(args: AdminArgs) -> anyhow::Result<Value> {
                 if same.is_none() {
                     bail!("no folder {folder} with an active member {member} in its organisation");
                 }
-                crate::store::add_folder_member(c, &folder, &member)?;
+                crate::store::sqlite::web::add_folder_member(c, &folder, &member)?;
                 Ok(())
             })?;
             Ok(json!({ "folderId": folder, "memberId": member }))

@@ -109,8 +109,9 @@ mod tests {
     /// A ledger created by the real migrations in a temporary data directory.
     fn ledger() -> (tempfile::TempDir, Connection) {
         let dir = tempfile::tempdir().expect("temp dir");
-        crate::db::Store::open(dir.path()).expect("store");
-        let conn = Connection::open(dir.path().join(crate::db::BILLING_DB)).expect("ledger");
+        crate::store::sqlite::SqliteStore::open(dir.path()).expect("store");
+        let conn =
+            Connection::open(dir.path().join(crate::store::sqlite::BILLING_DB)).expect("ledger");
         (dir, conn)
     }
 

@@ -7,8 +7,8 @@
 
 use std::sync::Arc;
 
-use crate::server::{App, Body};
-use crate::store::Session;
+use crate::http::{App, Body};
+use crate::store::sqlite::web::Session;
 use crate::util::{hex, now_ms, random_bytes};
 use hyper::Response;
 
@@ -28,7 +28,7 @@ fn safe_next(next: Option<&str>) -> String {
 /// The pre-session CSRF token: the cookie's when it has one, else a new one to set.
 fn pre_token(req: &WebRequest) -> Result<(String, bool), WebError> {
     match req.cookie(PRE_COOKIE) {
-        Some(t) if crate::store::is_token(&t) => Ok((t, false)),
+        Some(t) if crate::store::sqlite::web::is_token(&t) => Ok((t, false)),
         _ => Ok((hex(&random_bytes::<32>()?), true)),
     }
 }
@@ -97,7 +97,11 @@ async fn start_session(
     next: &str,
 ) -> Result<Response<Body>, WebError> {
     let (token, _csrf) = db(app, move |c| {
-        Ok(crate::store::create_session(c, &member_id, now_ms())?)
+        Ok(crate::store::sqlite::web::create_session(
+            c,
+            &member_id,
+            now_ms(),
+        )?)
     })
     .await?;
     let mut resp = redirect(next);
@@ -109,7 +113,7 @@ async fn start_session(
             &token,
             "/",
             "Lax",
-            crate::store::SESSION_TTL_MS / 1000,
+            crate::store::sqlite::web::SESSION_TTL_MS / 1000,
         ),
     );
     set_cookie(
@@ -127,7 +131,7 @@ pub async fn password_login(app: &Arc<App>, req: &WebRequest) -> Result<Response
     let pw = field(&form, "password").unwrap_or_default().to_string();
     let next = safe_next(field(&form, "next"));
     let candidates = db(app, move |c| {
-        Ok(crate::store::password_candidates(c, &email)?)
+        Ok(crate::store::sqlite::web::password_candidates(c, &email)?)
     })
     .await?;
     // Hashing is slow on purpose: off the async workers.
@@ -160,7 +164,11 @@ pub async fn link_page(
 ) -> Result<Response<Body>, WebError> {
     let t = token.to_string();
     let usable = db(app, move |c| {
-        Ok(crate::store::login_link_usable(c, &t, now_ms())?)
+        Ok(crate::store::sqlite::web::login_link_usable(
+            c,
+            &t,
+            now_ms(),
+        )?)
     })
     .await?;
     if !usable {
@@ -198,7 +206,11 @@ pub async fn link_login(
     check_pre(req)?;
     let t = token.to_string();
     let member = db(app, move |c| {
-        Ok(crate::store::consume_login_link(c, &t, now_ms())?)
+        Ok(crate::store::sqlite::web::consume_login_link(
+            c,
+            &t,
+            now_ms(),
+        )?)
     })
     .await?;
     match member {
@@ -219,7 +231,10 @@ pub async fn logout(app: &Arc<App>, req: &WebRequest) -> Result<Response<Body>, 
     let session = require_session(app, req).await?;
     check_csrf(req, &session)?;
     if let Some(token) = req.cookie(SESSION_COOKIE) {
-        db(app, move |c| Ok(crate::store::delete_session(c, &token)?)).await?;
+        db(app, move |c| {
+            Ok(crate::store::sqlite::web::delete_session(c, &token)?)
+        })
+        .await?;
     }
     let mut resp = redirect("/login");
     set_cookie(&mut resp, &cookie(app, SESSION_COOKIE, "", "/", "Lax", 0));
@@ -275,7 +290,10 @@ pub async fn set_password(app: &Arc<App>, req: &WebRequest) -> Result<Response<B
         .await
         .map_err(|e| WebError::Internal(e.to_string()))??;
     let id = session.member.id.clone();
-    db(app, move |c| Ok(crate::store::set_password(c, &id, &hash)?)).await?;
+    db(app, move |c| {
+        Ok(crate::store::sqlite::web::set_password(c, &id, &hash)?)
+    })
+    .await?;
     Ok(redirect("/account?saved=1"))
 }
 

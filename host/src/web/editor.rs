@@ -17,10 +17,10 @@ use hyper::header::{HeaderValue, ACCEPT_RANGES, CONTENT_RANGE};
 use hyper::Response;
 use serde_json::{json, Value};
 
-use crate::jobs::JobRow;
-use crate::results::{job_frame_rate, job_settings, subtitle_format, subtitle_response};
-use crate::server::{App, Body};
-use crate::store::{Member, Saved};
+use crate::api::jobs::JobRow;
+use crate::api::results::{job_frame_rate, job_settings, subtitle_format, subtitle_response};
+use crate::http::{App, Body};
+use crate::store::sqlite::web::{Member, Saved};
 use crate::util::{is_id, now_ms, rfc3339};
 use crate::words::{decode, encode, encode_indexed, splice_encoded};
 
@@ -44,7 +44,7 @@ fn check_id(id: &str) -> Result<(), WebError> {
 
 /// The job when the member may see it (404 otherwise, another organisation's included).
 fn visible(c: &rusqlite::Connection, viewer: &Member, id: &str) -> Result<JobRow, WebError> {
-    crate::store::visible_job(c, viewer, id)?.ok_or(WebError::NotFound)
+    crate::store::sqlite::web::visible_job(c, viewer, id)?.ok_or(WebError::NotFound)
 }
 
 /// GET /editor/{id}: the page shell; `editor.js` loads the rest.
@@ -165,13 +165,13 @@ fn load_stored(
     job_id: &str,
     transcript: Option<&str>,
 ) -> Result<(String, i64, Arc<Stored>), WebError> {
-    let (tid, revision) =
-        crate::store::transcript_head(c, job_id, transcript)?.ok_or(WebError::NotFound)?;
+    let (tid, revision) = crate::store::sqlite::web::transcript_head(c, job_id, transcript)?
+        .ok_or(WebError::NotFound)?;
     if let Some(kept) = cache::stored(&tid, revision) {
         return Ok((tid, revision, kept));
     }
-    let stored =
-        crate::store::transcript_words(c, job_id, Some(&tid))?.ok_or(WebError::NotFound)?;
+    let stored = crate::store::sqlite::web::transcript_words(c, job_id, Some(&tid))?
+        .ok_or(WebError::NotFound)?;
     let words = decode(&stored.words)
         .ok_or_else(|| WebError::Internal(format!("words of {}", stored.transcript_id)))?;
     // Encoded again rather than kept as read: splices need this server's own encoding.
@@ -301,7 +301,7 @@ fn view_key(
 ) -> Result<ViewKey, WebError> {
     let fr = job_frame_rate(job);
     // Beside a clean version or a translation: the original's text over the same time.
-    let original = crate::store::transcript_head(c, &job.id, None)?;
+    let original = crate::store::sqlite::web::transcript_head(c, &job.id, None)?;
     Ok(ViewKey {
         settings: job.settings.clone(),
         frame_rate: (fr.num, fr.den),
@@ -373,7 +373,7 @@ fn editor_json(
             patch: None,
         });
     }
-    let list = crate::store::ready_transcripts(c, &job.id)?;
+    let list = crate::store::sqlite::web::ready_transcripts(c, &job.id)?;
     out["transcripts"] = Value::Array(
         list.iter()
             .map(|t| json!({"id": t.id, "kind": t.kind, "language": t.language, "label": t.label}))
@@ -710,9 +710,9 @@ pub async fn download(
         if job.status != "ready" {
             return Err(WebError::BadRequest("The project is not ready yet.".into()));
         }
-        let stored = crate::store::transcript_words(c, &jid, transcript.as_deref())?
+        let stored = crate::store::sqlite::web::transcript_words(c, &jid, transcript.as_deref())?
             .ok_or(WebError::NotFound)?;
-        let language = crate::store::ready_transcripts(c, &jid)?
+        let language = crate::store::sqlite::web::ready_transcripts(c, &jid)?
             .into_iter()
             .find(|t| t.id == stored.transcript_id)
             .map(|t| t.language)
@@ -738,9 +738,12 @@ pub async fn revision_list(
     let jid = id.to_string();
     let list = db(app, move |c| {
         visible(c, &viewer, &jid)?;
-        let stored = crate::store::transcript_words(c, &jid, transcript.as_deref())?
+        let stored = crate::store::sqlite::web::transcript_words(c, &jid, transcript.as_deref())?
             .ok_or(WebError::NotFound)?;
-        Ok(crate::store::revisions(c, &stored.transcript_id)?)
+        Ok(crate::store::sqlite::web::revisions(
+            c,
+            &stored.transcript_id,
+        )?)
     })
     .await?;
     let items: Vec<Value> = list
@@ -970,7 +973,7 @@ fn save(
             let previous = previous.as_deref();
             build_view(&words, &settings, fr, source.as_deref(), key, previous)
         });
-        let saved = crate::store::save_words(
+        let saved = crate::store::sqlite::web::save_words(
             c,
             &job.id,
             transcript_id,
@@ -986,7 +989,7 @@ fn save(
     let view = view.map_err(|_| WebError::Internal("the layout panicked".into()))?;
     match saved? {
         Saved::Revision(revision) => {
-            let job = crate::jobs::load_job(c, &job.id)?.ok_or(WebError::NotFound)?;
+            let job = crate::api::jobs::load_job(c, &job.id)?.ok_or(WebError::NotFound)?;
             let kept = Arc::new(Stored {
                 words,
                 encoded,
@@ -1028,8 +1031,8 @@ fn load_for_edit(
         .get("revision")
         .and_then(Value::as_i64)
         .ok_or_else(|| WebError::BadRequest("`revision` is required.".into()))?;
-    let (tid, revision) =
-        crate::store::transcript_head(c, id, transcript.as_deref())?.ok_or(WebError::NotFound)?;
+    let (tid, revision) = crate::store::sqlite::web::transcript_head(c, id, transcript.as_deref())?
+        .ok_or(WebError::NotFound)?;
     if revision != expected {
         return Err(WebError::Conflict(revision));
     }
@@ -1082,7 +1085,7 @@ pub async fn restore(
             .get("restore")
             .and_then(Value::as_i64)
             .ok_or_else(|| WebError::BadRequest("`restore` must be a revision.".into()))?;
-        let entries = crate::store::revision_entries(c, &tid, wanted)?;
+        let entries = crate::store::sqlite::web::revision_entries(c, &tid, wanted)?;
         if entries.is_empty() {
             return Err(WebError::BadRequest(format!(
                 "There is no revision {wanted}."
@@ -1170,8 +1173,13 @@ pub async fn settings(
                     .join("; "),
             ));
         }
-        crate::store::set_job_settings(c, &jid, &merged.to_json().to_string(), now_ms())?;
-        let job = crate::jobs::load_job(c, &jid)?.ok_or(WebError::NotFound)?;
+        crate::store::sqlite::web::set_job_settings(
+            c,
+            &jid,
+            &merged.to_json().to_string(),
+            now_ms(),
+        )?;
+        let job = crate::api::jobs::load_job(c, &jid)?.ok_or(WebError::NotFound)?;
         let transcript = match body.get("transcript").and_then(Value::as_str) {
             Some(t) if is_id(t) => Some(t.to_string()),
             _ => None,
@@ -1321,14 +1329,20 @@ pub async fn add_translation(
         let words = match imported {
             Some(w) => w,
             None => {
-                let stored =
-                    crate::store::transcript_words(c, &jid, None)?.ok_or(WebError::NotFound)?;
+                let stored = crate::store::sqlite::web::transcript_words(c, &jid, None)?
+                    .ok_or(WebError::NotFound)?;
                 decode(&stored.words).ok_or_else(|| WebError::Internal("stored words".into()))?
             }
         };
-        let tid =
-            crate::store::add_translation(c, &jid, &language, &label, &encode(&words), now_ms())?;
-        let job = crate::jobs::load_job(c, &jid)?.ok_or(WebError::NotFound)?;
+        let tid = crate::store::sqlite::web::add_translation(
+            c,
+            &jid,
+            &language,
+            &label,
+            &encode(&words),
+            now_ms(),
+        )?;
+        let job = crate::api::jobs::load_job(c, &jid)?.ok_or(WebError::NotFound)?;
         editor_json(&app2, c, &job, Some(&tid), None, None)
     })
     .await?;

@@ -23,9 +23,9 @@ use hyper::header::{HeaderValue, CONTENT_TYPE, LOCATION, SET_COOKIE};
 use hyper::{HeaderMap, Method, Request, Response, StatusCode};
 use serde_json::{json, Value};
 
-use crate::error::ApiError;
-use crate::server::{App, Body};
-use crate::store::Session;
+use crate::http::error::ApiError;
+use crate::http::{App, Body};
+use crate::store::sqlite::web::Session;
 use crate::util::now_ms;
 
 pub use align::align_text;
@@ -73,8 +73,8 @@ impl From<rusqlite::Error> for WebError {
     }
 }
 
-impl From<crate::store::StoreError> for WebError {
-    fn from(e: crate::store::StoreError) -> Self {
+impl From<crate::store::sqlite::web::StoreError> for WebError {
+    fn from(e: crate::store::sqlite::web::StoreError) -> Self {
         WebError::Internal(e.to_string())
     }
 }
@@ -344,7 +344,7 @@ pub async fn session_of(app: &Arc<App>, req: &WebRequest) -> Result<Option<Sessi
         return Ok(None);
     };
     db(app, move |c| {
-        Ok(crate::store::session(c, &token, now_ms())?)
+        Ok(crate::store::sqlite::web::session(c, &token, now_ms())?)
     })
     .await
 }

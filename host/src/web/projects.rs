@@ -8,8 +8,8 @@ use std::sync::Arc;
 use hyper::Response;
 use serde_json::json;
 
-use crate::server::{App, Body};
-use crate::store::{Cursor, ProjectQuery, ProjectRow, Sort};
+use crate::http::{App, Body};
+use crate::store::sqlite::web::{Cursor, ProjectQuery, ProjectRow, Sort};
 use crate::util::{is_id, percent_encode, rfc3339};
 
 use super::{db, esc, field, html, json_ok, page, require_session, WebError, WebRequest};
@@ -141,8 +141,8 @@ pub async fn list_page(app: &Arc<App>, req: &WebRequest) -> Result<Response<Body
     let q2 = q.clone();
     let (mut rows, folders) = db(app, move |c| {
         Ok((
-            crate::store::list_projects(c, &viewer, &q2)?,
-            crate::store::folders(c, &viewer)?,
+            crate::store::sqlite::web::list_projects(c, &viewer, &q2)?,
+            crate::store::sqlite::web::folders(c, &viewer)?,
         ))
     })
     .await?;
@@ -240,7 +240,9 @@ pub async fn statuses(app: &Arc<App>, req: &WebRequest) -> Result<Response<Body>
         .collect();
     let viewer = session.member.clone();
     let found = db(app, move |c| {
-        Ok(crate::store::project_statuses(c, &viewer, &ids)?)
+        Ok(crate::store::sqlite::web::project_statuses(
+            c, &viewer, &ids,
+        )?)
     })
     .await?;
     let list: Vec<_> = found

@@ -16,6 +16,8 @@
 //! A failure refunds the job in full (one ledger row, net zero) before the job is marked failed.
 //! When the ledger is unavailable the step is retried later rather than failed.
 
+pub mod recognizers;
+
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,10 +30,10 @@ use cuecraft_engine::{layout, words_from_raw, FrameRate, PartialSettings, Settin
 use rusqlite::{params, OptionalExtension};
 use serde_json::{json, Value};
 
-use crate::db::Store;
-use crate::jobs::{load_job, JobRow};
-use crate::recognizer::Recognizer;
-use crate::uploads::media_path;
+use crate::api::jobs::{load_job, JobRow};
+use crate::api::uploads::media_path;
+use crate::pipeline::recognizers::Recognizer;
+use crate::store::sqlite::SqliteStore;
 use crate::util::{new_id, now_ms};
 use crate::words::{encode, seconds};
 
@@ -115,7 +117,7 @@ impl From<rusqlite::Error> for StepError {
 /// What the workers share.
 pub struct Pipeline {
     /// The databases.
-    pub store: Arc<Store>,
+    pub store: Arc<SqliteStore>,
     /// The queue signal.
     pub queue: Arc<Queue>,
     /// The recognizer.
@@ -136,7 +138,7 @@ impl Pipeline {
         for id in uploaded {
             if media_path(&self.data_dir, &id).is_file() {
                 if let Some(job) = self.store.with(|c| load_job(c, &id))? {
-                    match crate::uploads::complete_upload(&self.store, &job) {
+                    match crate::api::uploads::complete_upload(&self.store, &job) {
                         Ok(_) => {
                             tracing::info!(job = %id, "completed an upload interrupted by a restart")
                         }

@@ -25,9 +25,9 @@ use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use hyper::{Request, Response};
 use std::io::Write;
 
-use crate::error::ApiError;
-use crate::jobs::{job_json, load_job, load_transcripts, signature_mac, JobRow};
-use crate::server::{json_response, App, Body};
+use crate::api::jobs::{job_json, load_job, load_transcripts, signature_mac, JobRow};
+use crate::http::error::ApiError;
+use crate::http::{json_response, App, Body};
 use crate::util::{hex, is_id, now_ms, parse_query, random_bytes};
 
 /// How long an upload may go without a byte arriving.
@@ -114,7 +114,10 @@ fn same_type(a: &str, b: &str) -> bool {
 /// Moves a job whose media is in place to `transcribing`: charge (idempotent), then the
 /// transition and its queue row in one transaction. Returns false when the job was no longer
 /// uploading.
-pub fn complete_upload(store: &crate::db::Store, job: &JobRow) -> Result<bool, ApiError> {
+pub fn complete_upload(
+    store: &crate::store::sqlite::SqliteStore,
+    job: &JobRow,
+) -> Result<bool, ApiError> {
     let cents = crate::billing::required_cents(job.declared_seconds, job.price_cents_per_minute);
     store
         .with_billing(|c| crate::billing::charge(c, &job.org_id, &job.id, cents))
@@ -261,7 +264,7 @@ pub async fn put(
     Ok(json_response(200, &job_json(&app, &job, &transcripts)))
 }
 
-fn store_data_dir(store: &crate::db::Store) -> PathBuf {
+fn store_data_dir(store: &crate::store::sqlite::SqliteStore) -> PathBuf {
     store.data_dir().to_path_buf()
 }
 

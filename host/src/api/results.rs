@@ -18,9 +18,9 @@ use hyper::header::{HeaderValue, CONTENT_DISPOSITION, CONTENT_TYPE};
 use hyper::{HeaderMap, Response};
 use serde_json::{json, Value};
 
-use crate::error::ApiError;
-use crate::jobs::{load_org_job, load_transcripts, JobRow, TranscriptRow};
-use crate::server::{json_response, App, Body, Caller};
+use crate::api::jobs::{load_org_job, load_transcripts, JobRow, TranscriptRow};
+use crate::http::error::ApiError;
+use crate::http::{json_response, App, Body, Caller};
 use crate::util::{is_id, parse_query, percent_encode};
 use crate::words::seconds;
 

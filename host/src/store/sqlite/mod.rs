@@ -7,6 +7,8 @@
 //! two files: each pipeline step writes its ledger row first (`INSERT OR IGNORE`) and its job
 //! transition second, so a step repeated after a crash never moves money twice.
 
+pub mod web;
+
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -226,7 +228,7 @@ fn open_billing(path: &Path) -> rusqlite::Result<Connection> {
 }
 
 /// Both databases of a data directory, with a small pool of main connections.
-pub struct Store {
+pub struct SqliteStore {
     data_dir: PathBuf,
     main_path: PathBuf,
     billing_path: PathBuf,
@@ -234,9 +236,9 @@ pub struct Store {
     billing: Mutex<Option<Connection>>,
 }
 
-impl Store {
+impl SqliteStore {
     /// Opens (creating and migrating when needed) the databases in `data_dir`.
-    pub fn open(data_dir: &Path) -> anyhow::Result<Store> {
+    pub fn open(data_dir: &Path) -> anyhow::Result<SqliteStore> {
         std::fs::create_dir_all(data_dir)?;
         let main_path = data_dir.join(MAIN_DB);
         let billing_path = data_dir.join(BILLING_DB);
@@ -244,7 +246,7 @@ impl Store {
         migrate(&mut main, MAIN_MIGRATIONS)?;
         let mut billing = open_billing(&billing_path)?;
         migrate(&mut billing, BILLING_MIGRATIONS)?;
-        Ok(Store {
+        Ok(SqliteStore {
             data_dir: data_dir.to_path_buf(),
             main_path,
             billing_path,

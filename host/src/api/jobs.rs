@@ -18,8 +18,8 @@ use hyper::{Request, Response};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::{json, Map, Value};
 
-use crate::error::ApiError;
-use crate::server::{json_response, App, Body, Caller};
+use crate::http::error::ApiError;
+use crate::http::{json_response, App, Body, Caller};
 use crate::util::{is_id, new_id, now_ms, rfc3339};
 
 /// Largest accepted creation body: a maximal valid request (1000 vocabulary terms of 100
@@ -449,8 +449,8 @@ pub async fn get(app: Arc<App>, key_hash: Vec<u8>, id: String) -> Result<Respons
     let (job, transcripts) = app
         .db(move |store| {
             store.with(|c| {
-                let caller = crate::server::find_key(c, &key_hash)?;
-                crate::server::admit(&state, &caller)?;
+                let caller = crate::http::find_key(c, &key_hash)?;
+                crate::http::admit(&state, &caller)?;
                 if !is_id(&id) {
                     return Err(ApiError::InvalidJobId);
                 }
