@@ -168,8 +168,12 @@ mod tests {
             Millis(k as i64 * 10 + 5),
             (k % 3) as u32,
         );
-        if k % 4 == 0 {
-            w.break_after = Some(if k % 8 == 0 { Break::Cue } else { Break::Line });
+        if k.is_multiple_of(4) {
+            w.break_after = Some(if k.is_multiple_of(8) {
+                Break::Cue
+            } else {
+                Break::Line
+            });
         }
         w
     }
