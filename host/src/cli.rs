@@ -12,6 +12,7 @@ use crate::http::ratelimit::RateLimiter;
 use crate::http::{App, Config};
 use crate::pipeline::{Pipeline, Queue};
 use crate::store::sqlite::SqliteStore;
+use crate::store::Store;
 
 pub use crate::admin::AdminArgs;
 
@@ -58,6 +59,11 @@ pub struct ServeArgs {
     /// Requests per rolling minute per API key.
     #[arg(long, default_value_t = 120)]
     pub rate_limit_per_minute: u32,
+    /// How long a worker's claim on a job holds without a heartbeat, in milliseconds: a worker
+    /// killed mid-job has its job taken over this long after its last heartbeat (for tests).
+    #[arg(long, hide = true, default_value_t = crate::pipeline::DEFAULT_LEASE_MS,
+          value_parser = clap::value_parser!(i64).range(300..=3_600_000))]
+    pub lease_ms: i64,
 }
 
 /// Reads the upload-signing secret of `data_dir`, creating it (mode 0600) on first start.
@@ -109,17 +115,14 @@ fn remove_leftovers(data_dir: &Path) {
 /// Records the public URL for the links `admin` prints, and on a data directory without any
 /// organisation prints the one command that creates an organisation, its owner, an API key and a
 /// sign-in link.
-fn first_run_hint(store: &SqliteStore, data_dir: &Path, public_url: &str) {
+fn first_run_hint(store: &dyn Store, data_dir: &Path, public_url: &str) {
     if let Err(e) = std::fs::write(
         data_dir.join(crate::admin::PUBLIC_URL_FILE),
         format!("{public_url}\n"),
     ) {
         tracing::warn!("could not record the public URL: {e}");
     }
-    if store
-        .with(|c| crate::store::sqlite::web::is_empty(c))
-        .unwrap_or(false)
-    {
+    if store.is_empty().unwrap_or(false) {
         let exe = std::env::args()
             .next()
             .unwrap_or_else(|| "cuecraft".to_string());
@@ -188,15 +191,16 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(args.data_dir.join("media").join("tmp"))
         .with_context(|| format!("creating {}", args.data_dir.display()))?;
     remove_leftovers(&args.data_dir);
-    let store = Arc::new(SqliteStore::open(&args.data_dir)?);
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&args.data_dir)?);
     let secret = signing_secret(&args.data_dir)?;
-    first_run_hint(&store, &args.data_dir, &public_url);
+    first_run_hint(store.as_ref(), &args.data_dir, &public_url);
     let queue = Arc::new(Queue::default());
     let pipeline = Arc::new(Pipeline {
         store: store.clone(),
         queue: queue.clone(),
         recognizer,
         data_dir: args.data_dir.clone(),
+        lease_ms: args.lease_ms,
     });
     pipeline.recover()?;
     let workers = pipeline.start(args.workers);

@@ -14,13 +14,13 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::header::{HeaderValue, ALLOW, CONTENT_TYPE, RETRY_AFTER};
 use hyper::{Response, StatusCode};
-use rusqlite::OptionalExtension;
 use serde_json::Value;
 
 use crate::http::error::ApiError;
 use crate::http::ratelimit::RateLimiter;
 use crate::pipeline::Queue;
-use crate::store::sqlite::SqliteStore;
+pub use crate::store::Caller;
+use crate::store::Store;
 
 /// The response body type of every handler.
 pub type Body = Full<Bytes>;
@@ -42,7 +42,7 @@ pub struct App {
     /// Settings.
     pub config: Config,
     /// The databases.
-    pub store: Arc<SqliteStore>,
+    pub store: Arc<dyn Store>,
     /// The HMAC key of upload URLs.
     pub secret: Vec<u8>,
     /// Requests per rolling minute per key.
@@ -57,10 +57,10 @@ impl App {
     /// Runs blocking database work off the async workers.
     pub async fn db<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&SqliteStore) -> Result<T, ApiError> + Send + 'static,
+        f: impl FnOnce(&dyn Store) -> Result<T, ApiError> + Send + 'static,
     ) -> Result<T, ApiError> {
         let store = self.store.clone();
-        tokio::task::spawn_blocking(move || f(&store))
+        tokio::task::spawn_blocking(move || f(store.as_ref()))
             .await
             .map_err(|e| ApiError::Internal(format!("blocking task: {e}")))?
     }
@@ -102,38 +102,6 @@ pub fn error_response(e: &ApiError) -> Response<Body> {
         _ => {}
     }
     resp
-}
-
-/// Who is calling: the key and its organisation.
-#[derive(Debug, Clone)]
-pub struct Caller {
-    /// The API key's id.
-    pub key_id: String,
-    /// The key's organisation.
-    pub org_id: String,
-    /// The member who created the key.
-    pub member_id: String,
-}
-
-/// Finds the key whose hash is `key_hash` on `c`: `invalid_api_key` when it is unknown or revoked.
-/// Read on every request, so a revocation takes effect at once.
-pub fn find_key(c: &rusqlite::Connection, key_hash: &[u8]) -> Result<Caller, ApiError> {
-    let row: Option<(String, String, String, Option<i64>)> = c
-        .prepare_cached(
-            "SELECT id, org_id, member_id, revoked_at FROM api_keys WHERE key_hash = ?1",
-        )?
-        .query_row([key_hash], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-        })
-        .optional()?;
-    match row {
-        Some((key_id, org_id, member_id, None)) => Ok(Caller {
-            key_id,
-            org_id,
-            member_id,
-        }),
-        _ => Err(ApiError::InvalidApiKey),
-    }
 }
 
 /// Counts a request of `caller` against its key's rate limit: `rate_limited` when over it.

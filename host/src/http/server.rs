@@ -22,7 +22,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::http::error::ApiError;
-use crate::http::{admit, error_response, find_key, App, Body};
+use crate::http::{admit, error_response, App, Body};
 use crate::util::{is_api_key_shape, sha256};
 
 /// The API's routes under `/v1`, as (method, path template). The router, the `Allow` header and
@@ -152,7 +152,7 @@ async fn dispatch(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Body
         return crate::api::jobs::get(app, key_hash, id.unwrap_or_default()).await;
     }
     let caller = app
-        .db(move |store| store.with(|c| find_key(c, &key_hash)))
+        .db(move |store| store.find_key(&key_hash)?.ok_or(ApiError::InvalidApiKey))
         .await?;
     admit(&app, &caller)?;
     match (method, matched.template) {

@@ -17,10 +17,9 @@ use hyper::header::{HeaderValue, ACCEPT_RANGES, CONTENT_RANGE};
 use hyper::Response;
 use serde_json::{json, Value};
 
-use crate::api::jobs::JobRow;
 use crate::api::results::{job_frame_rate, job_settings, subtitle_format, subtitle_response};
 use crate::http::{App, Body};
-use crate::store::sqlite::web::{Member, Saved};
+use crate::store::{JobRow, Member, Saved};
 use crate::util::{is_id, now_ms, rfc3339};
 use crate::words::{decode, encode, encode_indexed, splice_encoded};
 
@@ -43,8 +42,8 @@ fn check_id(id: &str) -> Result<(), WebError> {
 }
 
 /// The job when the member may see it (404 otherwise, another organisation's included).
-fn visible(c: &rusqlite::Connection, viewer: &Member, id: &str) -> Result<JobRow, WebError> {
-    crate::store::sqlite::web::visible_job(c, viewer, id)?.ok_or(WebError::NotFound)
+fn visible(c: &dyn crate::store::Store, viewer: &Member, id: &str) -> Result<JobRow, WebError> {
+    c.visible_job(viewer, id)?.ok_or(WebError::NotFound)
 }
 
 /// GET /editor/{id}: the page shell; `editor.js` loads the rest.
@@ -161,16 +160,18 @@ fn transcript_param(pairs: &[(String, String)]) -> Result<Option<String>, WebErr
 /// The words of a job's ready transcript at its current revision (the original when `transcript`
 /// is `None`): kept in memory from an earlier request, else read and decoded.
 fn load_stored(
-    c: &rusqlite::Connection,
+    c: &dyn crate::store::Store,
     job_id: &str,
     transcript: Option<&str>,
 ) -> Result<(String, i64, Arc<Stored>), WebError> {
-    let (tid, revision) = crate::store::sqlite::web::transcript_head(c, job_id, transcript)?
+    let (tid, revision) = c
+        .transcript_head(job_id, transcript)?
         .ok_or(WebError::NotFound)?;
     if let Some(kept) = cache::stored(&tid, revision) {
         return Ok((tid, revision, kept));
     }
-    let stored = crate::store::sqlite::web::transcript_words(c, job_id, Some(&tid))?
+    let stored = c
+        .transcript_words(job_id, Some(&tid))?
         .ok_or(WebError::NotFound)?;
     let words = decode(&stored.words)
         .ok_or_else(|| WebError::Internal(format!("words of {}", stored.transcript_id)))?;
@@ -295,13 +296,13 @@ fn build_view(
 
 /// What the editor's view of transcript `transcript_id` is laid out under.
 fn view_key(
-    c: &rusqlite::Connection,
+    c: &dyn crate::store::Store,
     job: &JobRow,
     transcript_id: &str,
 ) -> Result<ViewKey, WebError> {
     let fr = job_frame_rate(job);
     // Beside a clean version or a translation: the original's text over the same time.
-    let original = crate::store::sqlite::web::transcript_head(c, &job.id, None)?;
+    let original = c.transcript_head(&job.id, None)?;
     Ok(ViewKey {
         settings: job.settings.clone(),
         frame_rate: (fr.num, fr.den),
@@ -311,7 +312,7 @@ fn view_key(
 
 /// The original's cues a view under `key` shows beside its own (none beside the original).
 fn source_cues(
-    c: &rusqlite::Connection,
+    c: &dyn crate::store::Store,
     job: &JobRow,
     key: &ViewKey,
     settings: &cuecraft_engine::Settings,
@@ -335,7 +336,7 @@ fn source_cues(
 /// made on, the answer carries only the cues that changed (`patch`).
 fn editor_json(
     app: &App,
-    c: &rusqlite::Connection,
+    c: &dyn crate::store::Store,
     job: &JobRow,
     transcript: Option<&str>,
     loaded: Option<(String, i64, Arc<Stored>)>,
@@ -373,7 +374,7 @@ fn editor_json(
             patch: None,
         });
     }
-    let list = crate::store::sqlite::web::ready_transcripts(c, &job.id)?;
+    let list = c.ready_transcripts(&job.id)?;
     out["transcripts"] = Value::Array(
         list.iter()
             .map(|t| json!({"id": t.id, "kind": t.kind, "language": t.language, "label": t.label}))
@@ -710,9 +711,11 @@ pub async fn download(
         if job.status != "ready" {
             return Err(WebError::BadRequest("The project is not ready yet.".into()));
         }
-        let stored = crate::store::sqlite::web::transcript_words(c, &jid, transcript.as_deref())?
+        let stored = c
+            .transcript_words(&jid, transcript.as_deref())?
             .ok_or(WebError::NotFound)?;
-        let language = crate::store::sqlite::web::ready_transcripts(c, &jid)?
+        let language = c
+            .ready_transcripts(&jid)?
             .into_iter()
             .find(|t| t.id == stored.transcript_id)
             .map(|t| t.language)
@@ -738,12 +741,10 @@ pub async fn revision_list(
     let jid = id.to_string();
     let list = db(app, move |c| {
         visible(c, &viewer, &jid)?;
-        let stored = crate::store::sqlite::web::transcript_words(c, &jid, transcript.as_deref())?
+        let stored = c
+            .transcript_words(&jid, transcript.as_deref())?
             .ok_or(WebError::NotFound)?;
-        Ok(crate::store::sqlite::web::revisions(
-            c,
-            &stored.transcript_id,
-        )?)
+        Ok(c.revisions(&stored.transcript_id)?)
     })
     .await?;
     let items: Vec<Value> = list
@@ -943,7 +944,7 @@ pub fn apply_op(words: &mut Vec<Word>, op: &Value, frame: Millis) -> Result<Stri
 #[allow(clippy::too_many_arguments)]
 fn save(
     app: &App,
-    c: &mut rusqlite::Connection,
+    c: &dyn crate::store::Store,
     job: &JobRow,
     transcript_id: &str,
     expected: i64,
@@ -973,23 +974,22 @@ fn save(
             let previous = previous.as_deref();
             build_view(&words, &settings, fr, source.as_deref(), key, previous)
         });
-        let saved = crate::store::sqlite::web::save_words(
-            c,
-            &job.id,
+        let saved = c.save_words(&crate::store::WordsEdit {
+            job_id: &job.id,
             transcript_id,
             expected,
-            &encoded,
-            &change,
-            &member.id,
+            words: &encoded,
+            change: &change,
+            member_id: &member.id,
             note,
-            now_ms(),
-        );
+            now: now_ms(),
+        });
         (saved, laying_out.join())
     });
     let view = view.map_err(|_| WebError::Internal("the layout panicked".into()))?;
     match saved? {
         Saved::Revision(revision) => {
-            let job = crate::api::jobs::load_job(c, &job.id)?.ok_or(WebError::NotFound)?;
+            let job = c.job(&job.id)?.ok_or(WebError::NotFound)?;
             let kept = Arc::new(Stored {
                 words,
                 encoded,
@@ -1013,7 +1013,7 @@ fn save(
 /// Loads what an edit needs: the job (visible, ready), the transcript's words, and checks the
 /// revision the edit was made on.
 fn load_for_edit(
-    c: &rusqlite::Connection,
+    c: &dyn crate::store::Store,
     viewer: &Member,
     id: &str,
     body: &Value,
@@ -1031,7 +1031,8 @@ fn load_for_edit(
         .get("revision")
         .and_then(Value::as_i64)
         .ok_or_else(|| WebError::BadRequest("`revision` is required.".into()))?;
-    let (tid, revision) = crate::store::sqlite::web::transcript_head(c, id, transcript.as_deref())?
+    let (tid, revision) = c
+        .transcript_head(id, transcript.as_deref())?
         .ok_or(WebError::NotFound)?;
     if revision != expected {
         return Err(WebError::Conflict(revision));
@@ -1085,7 +1086,7 @@ pub async fn restore(
             .get("restore")
             .and_then(Value::as_i64)
             .ok_or_else(|| WebError::BadRequest("`restore` must be a revision.".into()))?;
-        let entries = crate::store::sqlite::web::revision_entries(c, &tid, wanted)?;
+        let entries = c.revision_entries(&tid, wanted)?;
         if entries.is_empty() {
             return Err(WebError::BadRequest(format!(
                 "There is no revision {wanted}."
@@ -1173,13 +1174,8 @@ pub async fn settings(
                     .join("; "),
             ));
         }
-        crate::store::sqlite::web::set_job_settings(
-            c,
-            &jid,
-            &merged.to_json().to_string(),
-            now_ms(),
-        )?;
-        let job = crate::api::jobs::load_job(c, &jid)?.ok_or(WebError::NotFound)?;
+        c.set_job_settings(&jid, &merged.to_json().to_string(), now_ms())?;
+        let job = c.job(&jid)?.ok_or(WebError::NotFound)?;
         let transcript = match body.get("transcript").and_then(Value::as_str) {
             Some(t) if is_id(t) => Some(t.to_string()),
             _ => None,
@@ -1329,20 +1325,12 @@ pub async fn add_translation(
         let words = match imported {
             Some(w) => w,
             None => {
-                let stored = crate::store::sqlite::web::transcript_words(c, &jid, None)?
-                    .ok_or(WebError::NotFound)?;
+                let stored = c.transcript_words(&jid, None)?.ok_or(WebError::NotFound)?;
                 decode(&stored.words).ok_or_else(|| WebError::Internal("stored words".into()))?
             }
         };
-        let tid = crate::store::sqlite::web::add_translation(
-            c,
-            &jid,
-            &language,
-            &label,
-            &encode(&words),
-            now_ms(),
-        )?;
-        let job = crate::api::jobs::load_job(c, &jid)?.ok_or(WebError::NotFound)?;
+        let tid = c.add_translation(&jid, &language, &label, &encode(&words), now_ms())?;
+        let job = c.job(&jid)?.ok_or(WebError::NotFound)?;
         editor_json(&app2, c, &job, Some(&tid), None, None)
     })
     .await?;

@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 
 use crate::http::error::ApiError;
 use crate::http::{App, Body};
-use crate::store::sqlite::web::Session;
+use crate::store::Session;
 use crate::util::now_ms;
 
 pub use align::align_text;
@@ -68,14 +68,8 @@ pub enum WebError {
     Internal(String),
 }
 
-impl From<rusqlite::Error> for WebError {
-    fn from(e: rusqlite::Error) -> Self {
-        WebError::Internal(format!("database: {e}"))
-    }
-}
-
-impl From<crate::store::sqlite::web::StoreError> for WebError {
-    fn from(e: crate::store::sqlite::web::StoreError) -> Self {
+impl From<crate::store::StoreError> for WebError {
+    fn from(e: crate::store::StoreError) -> Self {
         WebError::Internal(e.to_string())
     }
 }
@@ -344,10 +338,7 @@ pub async fn session_of(app: &Arc<App>, req: &WebRequest) -> Result<Option<Sessi
     let Some(token) = req.cookie(SESSION_COOKIE) else {
         return Ok(None);
     };
-    db(app, move |c| {
-        Ok(crate::store::sqlite::web::session(c, &token, now_ms())?)
-    })
-    .await
+    db(app, move |c| Ok(c.session(&token, now_ms())?)).await
 }
 
 /// The session, or `SignIn`.
@@ -372,10 +363,10 @@ pub fn check_csrf(req: &WebRequest, session: &Session) -> Result<(), WebError> {
 /// Runs database work on a blocking thread.
 pub async fn db<T: Send + 'static>(
     app: &Arc<App>,
-    f: impl FnOnce(&mut rusqlite::Connection) -> Result<T, WebError> + Send + 'static,
+    f: impl FnOnce(&dyn crate::store::Store) -> Result<T, WebError> + Send + 'static,
 ) -> Result<T, WebError> {
     let store = app.store.clone();
-    tokio::task::spawn_blocking(move || store.with(f))
+    tokio::task::spawn_blocking(move || f(store.as_ref()))
         .await
         .map_err(|e| WebError::Internal(format!("blocking task: {e}")))?
 }

@@ -9,7 +9,7 @@ use hyper::Response;
 use serde_json::json;
 
 use crate::http::{App, Body};
-use crate::store::sqlite::web::{Cursor, ProjectQuery, ProjectRow, Sort};
+use crate::store::{Cursor, ProjectQuery, ProjectRow, Sort};
 use crate::util::{is_id, percent_encode, rfc3339};
 
 use super::{db, esc, field, html, json_ok, page, require_session, WebError, WebRequest};
@@ -140,10 +140,7 @@ pub async fn list_page(app: &Arc<App>, req: &WebRequest) -> Result<Response<Body
     let viewer = session.member.clone();
     let q2 = q.clone();
     let (mut rows, folders) = db(app, move |c| {
-        Ok((
-            crate::store::sqlite::web::list_projects(c, &viewer, &q2)?,
-            crate::store::sqlite::web::folders(c, &viewer)?,
-        ))
+        Ok((c.list_projects(&viewer, &q2)?, c.folders(&viewer)?))
     })
     .await?;
     let more = rows.len() > PAGE;
@@ -239,12 +236,7 @@ pub async fn statuses(app: &Arc<App>, req: &WebRequest) -> Result<Response<Body>
         .map(str::to_string)
         .collect();
     let viewer = session.member.clone();
-    let found = db(app, move |c| {
-        Ok(crate::store::sqlite::web::project_statuses(
-            c, &viewer, &ids,
-        )?)
-    })
-    .await?;
+    let found = db(app, move |c| Ok(c.project_statuses(&viewer, &ids)?)).await?;
     let list: Vec<_> = found
         .into_iter()
         .map(|(id, status, updated)| {

@@ -4,37 +4,13 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::api::jobs::{load_job, JobRow};
+use super::jobs::load_job;
+use crate::store::{
+    is_token, new_token, Cursor, JobRow, Member, ProjectQuery, ProjectRow, RevisionRow, Saved,
+    Session, Sort, StoreError, StoredWords, TranscriptInfo, WordsEdit, LOGIN_LINK_TTL_MS,
+    SESSION_TTL_MS,
+};
 use crate::util::{hex, random_bytes, sha256};
-
-/// How long a sign-in link stays valid: 15 minutes.
-pub const LOGIN_LINK_TTL_MS: i64 = 15 * 60 * 1000;
-/// How long a session lasts: 14 days.
-pub const SESSION_TTL_MS: i64 = 14 * 24 * 3600 * 1000;
-
-/// A signed-in (active) member.
-#[derive(Debug, Clone)]
-pub struct Member {
-    pub id: String,
-    pub org_id: String,
-    pub org_name: String,
-    pub email: String,
-    pub role: String,
-}
-
-impl Member {
-    /// Owners and admins see every project of the organisation.
-    pub fn sees_everything(&self) -> bool {
-        self.role == "owner" || self.role == "admin"
-    }
-}
-
-/// A live session: its member and its CSRF token.
-#[derive(Debug, Clone)]
-pub struct Session {
-    pub member: Member,
-    pub csrf: String,
-}
 
 fn member_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Member> {
     Ok(Member {
@@ -57,55 +33,6 @@ pub fn active_member(c: &Connection, member_id: &str) -> rusqlite::Result<Option
     .query_row([member_id], member_from_row)
     .optional()
 }
-
-/// A new random token (32 bytes, hex) and its SHA-256, which is all that is stored.
-fn new_token() -> std::io::Result<(String, Vec<u8>)> {
-    let token = hex(&random_bytes::<32>()?);
-    let hash = sha256(token.as_bytes());
-    Ok((token, hash))
-}
-
-/// Whether `s` looks like a token: 64 lowercase hex characters.
-pub fn is_token(s: &str) -> bool {
-    s.len() == 64
-        && s.bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
-
-/// Errors of the store's own checks.
-#[derive(Debug)]
-pub enum StoreError {
-    /// The database failed.
-    Db(rusqlite::Error),
-    /// Randomness failed.
-    Io(std::io::Error),
-    /// The member is unknown or has left.
-    NoActiveMember,
-}
-
-impl From<rusqlite::Error> for StoreError {
-    fn from(e: rusqlite::Error) -> Self {
-        StoreError::Db(e)
-    }
-}
-
-impl From<std::io::Error> for StoreError {
-    fn from(e: std::io::Error) -> Self {
-        StoreError::Io(e)
-    }
-}
-
-impl std::fmt::Display for StoreError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            StoreError::Db(e) => write!(f, "database: {e}"),
-            StoreError::Io(e) => write!(f, "random source: {e}"),
-            StoreError::NoActiveMember => write!(f, "no active member"),
-        }
-    }
-}
-
-impl std::error::Error for StoreError {}
 
 /// Creates a one-time sign-in link token for an active member, valid for 15 minutes.
 pub fn create_login_link(c: &Connection, member_id: &str, now: i64) -> Result<String, StoreError> {
@@ -252,81 +179,6 @@ pub fn is_empty(c: &Connection) -> rusqlite::Result<bool> {
 
 // ---------------------------------------------------------------------------------------------
 // The project list.
-
-/// How the list is ordered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Sort {
-    /// Newest first.
-    Created,
-    /// Most recently changed first.
-    Updated,
-    /// By name, A to Z.
-    Name,
-}
-
-impl Sort {
-    /// Reads the `sort` parameter.
-    pub fn parse(s: &str) -> Option<Sort> {
-        match s {
-            "created" => Some(Sort::Created),
-            "updated" => Some(Sort::Updated),
-            "name" => Some(Sort::Name),
-            _ => None,
-        }
-    }
-
-    /// The parameter's spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Sort::Created => "created",
-            Sort::Updated => "updated",
-            Sort::Name => "name",
-        }
-    }
-}
-
-/// Where a page starts: after the row with this sort key and id.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Cursor {
-    /// A time key (created or updated), with the row's id.
-    Time(i64, String),
-    /// A name key, with the row's id.
-    Name(String, String),
-}
-
-/// A request for one page of the project list.
-#[derive(Debug, Clone)]
-pub struct ProjectQuery {
-    pub search: Option<String>,
-    pub status: Option<String>,
-    pub folder: Option<String>,
-    pub sort: Sort,
-    pub after: Option<Cursor>,
-    pub limit: usize,
-}
-
-/// One row of the list.
-#[derive(Debug, Clone)]
-pub struct ProjectRow {
-    pub id: String,
-    pub name: String,
-    pub status: String,
-    pub folder: Option<String>,
-    pub duration_seconds: f64,
-    pub created_at: i64,
-    pub updated_at: i64,
-}
-
-impl ProjectRow {
-    /// The cursor of the page after this row.
-    pub fn cursor(&self, sort: Sort) -> Cursor {
-        match sort {
-            Sort::Created => Cursor::Time(self.created_at, self.id.clone()),
-            Sort::Updated => Cursor::Time(self.updated_at, self.id.clone()),
-            Sort::Name => Cursor::Name(self.name.clone(), self.id.clone()),
-        }
-    }
-}
 
 /// The visibility rule, as SQL over `j` with `?1` = organisation and `?2` = member: the job's
 /// owner (the key's creator, or the longest-standing owner when the creator had left), the
@@ -478,14 +330,6 @@ pub fn visible_job(c: &Connection, viewer: &Member, id: &str) -> rusqlite::Resul
 // ---------------------------------------------------------------------------------------------
 // Transcript words and revisions.
 
-/// A transcript's stored words and revision.
-#[derive(Debug, Clone)]
-pub struct StoredWords {
-    pub transcript_id: String,
-    pub revision: i64,
-    pub words: String,
-}
-
 /// The words and revision of a job's transcript (the original when `transcript_id` is `None`), if
 /// it is ready.
 pub fn transcript_words(
@@ -524,31 +368,21 @@ pub fn transcript_head(
         .optional()
 }
 
-/// What a compare-and-swap save found.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Saved {
-    /// Stored as this new revision.
-    Revision(i64),
-    /// The transcript is at another revision than expected (someone else saved first).
-    Conflict(i64),
-}
-
 /// Stores new words for a transcript at `expected` revision: one transaction bumps the revision
 /// (compare-and-swap), appends `change` to the revision history (the words as recognised are
 /// recorded whole as revision 0 before the first edit; later entries hold what changed), and
 /// moves the job's `updatedAt` forward (by at least one millisecond, so every edit shows in it).
-#[allow(clippy::too_many_arguments)]
-pub fn save_words(
-    c: &mut Connection,
-    job_id: &str,
-    transcript_id: &str,
-    expected: i64,
-    words: &str,
-    change: &str,
-    member_id: &str,
-    note: &str,
-    now: i64,
-) -> rusqlite::Result<Saved> {
+pub fn save_words(c: &mut Connection, e: &WordsEdit<'_>) -> rusqlite::Result<Saved> {
+    let (job_id, transcript_id, expected, words, change, member_id, note, now) = (
+        e.job_id,
+        e.transcript_id,
+        e.expected,
+        e.words,
+        e.change,
+        e.member_id,
+        e.note,
+        e.now,
+    );
     let tx = c.transaction()?;
     let current: Option<i64> = tx
         .query_row(
@@ -588,15 +422,6 @@ pub fn save_words(
     Ok(Saved::Revision(next))
 }
 
-/// One entry of the revision history.
-#[derive(Debug, Clone)]
-pub struct RevisionRow {
-    pub revision: i64,
-    pub note: String,
-    pub email: Option<String>,
-    pub created_at: i64,
-}
-
 /// The revision history of a transcript, newest first.
 pub fn revisions(c: &Connection, transcript_id: &str) -> rusqlite::Result<Vec<RevisionRow>> {
     let mut stmt = c.prepare_cached(
@@ -632,15 +457,6 @@ pub fn revision_entries(
     } else {
         Vec::new()
     })
-}
-
-/// A ready transcript's listing.
-#[derive(Debug, Clone)]
-pub struct TranscriptInfo {
-    pub id: String,
-    pub kind: String,
-    pub language: String,
-    pub label: Option<String>,
 }
 
 /// The ready transcripts of a job, the original first.
