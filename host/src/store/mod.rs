@@ -596,3 +596,4 @@ pub trait Store: Send + Sync {
         now: i64,
     ) -> StoreResult<String>;
 }
+pub mod postgres;
