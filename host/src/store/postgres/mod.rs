@@ -16,6 +16,7 @@ pub mod ledger;
 pub mod migrations;
 pub mod pool;
 pub mod queue;
+mod store;
 
 use std::str::FromStr;
 use std::sync::Arc;

@@ -18,23 +18,21 @@ use postgres::{Client, Config, NoTls, Statement};
 pub struct Conn {
     /// The client.
     pub client: Client,
-    statements: HashMap<&'static str, Statement>,
+    statements: HashMap<String, Statement>,
 }
 
 impl Conn {
     /// `sql` prepared on this connection once, then reused (one round trip saved per use).
-    pub fn prepared(&mut self, sql: &'static str) -> Result<Statement, postgres::Error> {
+    pub fn prepared(&mut self, sql: &str) -> Result<Statement, postgres::Error> {
         if let Some(s) = self.statements.get(sql) {
             return Ok(s.clone());
         }
         let s = self.client.prepare(sql)?;
-        self.statements.insert(sql, s.clone());
+        // Bounded: the project list builds its SQL from the filters used (a few dozen shapes).
+        if self.statements.len() < 256 {
+            self.statements.insert(sql.to_string(), s.clone());
+        }
         Ok(s)
-    }
-
-    /// The client and a way to prepare statements, separately borrowed (for transactions).
-    pub fn split(&mut self) -> (&mut Client, &mut HashMap<&'static str, Statement>) {
-        (&mut self.client, &mut self.statements)
     }
 }
 

@@ -8,7 +8,9 @@
 //! claimed, so no row is ever claimed twice. A worker renews its lease with `heartbeat` while the
 //! step runs; one killed with -9 stops renewing, and its row is free again when the lease runs out.
 //! A step to be retried later is released with a delay (its lease is simply set to end then).
-//! Every time is on the database's clock, so workers on machines whose clocks differ agree.
+//! Times are the caller's (the `Store` trait's rule: one decision, one clock reading), so the
+//! machines of a deployment keep their clocks in step (NTP): a lease is tens of seconds, and a
+//! clock that is off by less than that cannot take a live lease over.
 //!
 //! `enqueue` runs in the caller's transaction (the one changing the job's status) and sends
 //! `NOTIFY cuecraft_queue`, which Postgres delivers only if that transaction commits.
@@ -23,32 +25,16 @@ use postgres::fallible_iterator::FallibleIterator;
 use postgres::GenericClient;
 
 use super::pool::{Conn, Pool};
+use crate::store::Task;
 
 /// The channel of queue notifications.
 pub const CHANNEL: &str = "cuecraft_queue";
 
-/// The database's clock in Unix milliseconds.
-macro_rules! now_ms_sql {
-    () => {
-        "(extract(epoch FROM clock_timestamp()) * 1000)::BIGINT"
-    };
-}
-
-/// A claimed queue row.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Claimed {
-    /// The row (the claim's identity in heartbeat/finish/release).
-    pub seq: i64,
-    /// The job.
-    pub job_id: String,
-    /// `job` or `clean`.
-    pub task: String,
-    /// How many times the row has been claimed, this claim included.
-    pub attempts: i32,
-}
-
-fn millis(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+/// Sends the queue's notification; Postgres delivers it when the caller's transaction commits
+/// (and never when it rolls back).
+pub fn notify(tx: &mut impl GenericClient) -> Result<(), postgres::Error> {
+    tx.execute("SELECT pg_notify($1, '')", &[&CHANNEL])?;
+    Ok(())
 }
 
 /// Adds a task for `job_id` unless one is queued already, inside the caller's transaction, and
@@ -57,81 +43,72 @@ pub fn enqueue(
     tx: &mut impl GenericClient,
     job_id: &str,
     task: &str,
+    now: i64,
 ) -> Result<bool, postgres::Error> {
     let n = tx.execute(
-        concat!(
-            "INSERT INTO queue (job_id, task, enqueued_at) VALUES ($1, $2, ",
-            now_ms_sql!(),
-            ") ON CONFLICT (job_id, task) DO NOTHING"
-        ),
-        &[&job_id, &task],
+        "INSERT INTO queue (job_id, task, enqueued_at) VALUES ($1, $2, $3)
+         ON CONFLICT (job_id, task) DO NOTHING",
+        &[&job_id, &task, &now],
     )?;
     if n == 1 {
-        tx.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &task])?;
+        notify(tx)?;
     }
     Ok(n == 1)
 }
 
-/// Claims the oldest free row for `worker` for `lease`.
+/// Claims the oldest row that is free at `now` for `worker` until `now + lease_ms`.
 pub fn claim(
     conn: &mut Conn,
     worker: &str,
-    lease: Duration,
-) -> Result<Option<Claimed>, postgres::Error> {
-    let st = conn.prepared(concat!(
-        "UPDATE queue SET worker = $1, lease_until = ",
-        now_ms_sql!(),
-        " + $2, attempts = attempts + 1
-         WHERE seq = (SELECT seq FROM queue
-                      WHERE lease_until IS NULL OR lease_until <= ",
-        now_ms_sql!(),
-        "             ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
-         RETURNING seq, job_id, task, attempts"
-    ))?;
-    let row = conn.client.query_opt(&st, &[&worker, &millis(lease)])?;
-    Ok(row.map(|r| Claimed {
+    now: i64,
+    lease_ms: i64,
+) -> Result<Option<Task>, postgres::Error> {
+    let st = conn.prepared(
+        "UPDATE queue SET worker = $1, lease_until = $2, attempts = attempts + 1
+         WHERE seq = (SELECT seq FROM queue WHERE lease_until IS NULL OR lease_until <= $3
+                      ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)
+         RETURNING seq, job_id, task",
+    )?;
+    let row = conn
+        .client
+        .query_opt(&st, &[&worker, &now.saturating_add(lease_ms), &now])?;
+    Ok(row.map(|r| Task {
         seq: r.get(0),
         job_id: r.get(1),
-        task: r.get(2),
-        attempts: r.get(3),
+        kind: r.get(2),
     }))
 }
 
-/// Extends `worker`'s lease on `seq`; false when the row is no longer this worker's (its lease
-/// ran out and another worker took it, or it is gone).
-pub fn heartbeat(
+/// Extends `worker`'s lease on `seq` to `until`; false when the row is no longer this worker's
+/// (its lease ran out and another worker took it, or it is gone).
+pub fn extend(
     conn: &mut Conn,
     seq: i64,
     worker: &str,
-    lease: Duration,
+    until: i64,
 ) -> Result<bool, postgres::Error> {
-    let st = conn.prepared(concat!(
-        "UPDATE queue SET lease_until = ",
-        now_ms_sql!(),
-        " + $3 WHERE seq = $1 AND worker = $2"
-    ))?;
-    Ok(conn.client.execute(&st, &[&seq, &worker, &millis(lease)])? == 1)
+    let st = conn.prepared("UPDATE queue SET lease_until = $1 WHERE seq = $2 AND worker = $3")?;
+    Ok(conn.client.execute(&st, &[&until, &seq, &worker])? == 1)
 }
 
-/// Deletes a finished row; false when it was not (or no longer) this worker's.
-pub fn finish(conn: &mut Conn, seq: i64, worker: &str) -> Result<bool, postgres::Error> {
-    let st = conn.prepared("DELETE FROM queue WHERE seq = $1 AND worker = $2")?;
-    Ok(conn.client.execute(&st, &[&seq, &worker])? == 1)
-}
-
-/// Lets a row go, to be claimed again after `delay` (a step that will be retried).
+/// Lets a row go, claimable again from `not_before` (a step that will be retried).
 pub fn release(
     conn: &mut Conn,
     seq: i64,
     worker: &str,
-    delay: Duration,
-) -> Result<bool, postgres::Error> {
-    let st = conn.prepared(concat!(
-        "UPDATE queue SET worker = NULL, lease_until = ",
-        now_ms_sql!(),
-        " + $3 WHERE seq = $1 AND worker = $2"
-    ))?;
-    Ok(conn.client.execute(&st, &[&seq, &worker, &millis(delay)])? == 1)
+    not_before: i64,
+) -> Result<(), postgres::Error> {
+    let st = conn.prepared(
+        "UPDATE queue SET worker = NULL, lease_until = $1 WHERE seq = $2 AND worker = $3",
+    )?;
+    conn.client.execute(&st, &[&not_before, &seq, &worker])?;
+    Ok(())
+}
+
+/// Deletes a row whose work is done.
+pub fn finish(tx: &mut impl GenericClient, seq: i64) -> Result<(), postgres::Error> {
+    tx.execute("DELETE FROM queue WHERE seq = $1", &[&seq])?;
+    Ok(())
 }
 
 /// How many rows are queued (claimed or not).
