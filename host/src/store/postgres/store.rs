@@ -581,6 +581,30 @@ impl Store for PostgresStore {
         })
     }
 
+    fn transcript_head(
+        &self,
+        job_id: &str,
+        transcript_id: Option<&str>,
+    ) -> StoreResult<Option<(String, i64)>> {
+        self.main(|c| {
+            let row = match transcript_id {
+                None => query_opt(
+                    c,
+                    "SELECT id, revision FROM transcripts
+                     WHERE job_id = $1 AND status = 'ready' AND kind = 'original'",
+                    &[&job_id],
+                )?,
+                Some(t) => query_opt(
+                    c,
+                    "SELECT id, revision FROM transcripts
+                     WHERE job_id = $1 AND status = 'ready' AND id = $2",
+                    &[&job_id, &t],
+                )?,
+            };
+            Ok(row.map(|r| (r.get(0), r.get(1))))
+        })
+    }
+
     fn ready_transcripts(&self, job_id: &str) -> StoreResult<Vec<TranscriptInfo>> {
         self.main(|c| {
             Ok(query(

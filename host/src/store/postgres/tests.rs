@@ -549,6 +549,10 @@ fn a_job_goes_through_every_transition_and_the_web_reads_it() {
         .expect("words")
         .expect("ready");
     assert_eq!((words.transcript_id.as_str(), words.revision), ("t1", 0));
+    assert_eq!(
+        s.transcript_head("j1", Some("t2")).expect("head"),
+        Some(("t2".to_string(), 0))
+    );
     let edit = |expected| WordsEdit {
         job_id: "j1",
         transcript_id: "t1",
