@@ -22,6 +22,7 @@
 //!   queue and never hold one row at once while its lease runs; an expired lease (its worker died)
 //!   makes the row claimable again.
 
+pub mod postgres;
 pub mod sqlite;
 
 use std::fmt;
@@ -85,7 +86,9 @@ pub fn open(url: Option<&str>, data_dir: &Path) -> anyhow::Result<Arc<dyn Store>
     }
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         // The URL may hold a password: it is not repeated.
-        anyhow::bail!("--store postgres://...: PostgreSQL is not available in this build yet");
+        let store = postgres::PostgresStore::open(url)
+            .map_err(|e| anyhow::anyhow!("--store postgres://...: {e}"))?;
+        return Ok(Arc::new(store));
     }
     let scheme = url.split("://").next().unwrap_or(url);
     anyhow::bail!("--store: unknown store {scheme:?} (expected sqlite://DIR or postgres://...)")
@@ -663,4 +666,3 @@ pub trait Store: Send + Sync {
         now: i64,
     ) -> StoreResult<String>;
 }
-pub mod postgres;

@@ -69,6 +69,9 @@ impl From<PoolError> for PgError {
 pub struct PostgresStore {
     main: Arc<Pool>,
     billing: Pool,
+    /// This process's wake signal, poked by the queue listener on every NOTIFY.
+    wake: Arc<crate::store::LocalWake>,
+    _listener: queue::Listener,
 }
 
 impl PostgresStore {
@@ -89,9 +92,19 @@ impl PostgresStore {
             migrations::migrate(&mut conn.client)?;
         }
         let billing = Pool::new(config, BILLING_SETUP, BILLING_CONNECTIONS, POOL_WAIT);
+        let main = Arc::new(main);
+        let wake = Arc::new(crate::store::LocalWake::default());
+        let poke = wake.clone();
+        let listener = queue::Listener::start(
+            main.clone(),
+            Arc::new(move || crate::store::Wake::notify(poke.as_ref())),
+        )
+        .map_err(|e| anyhow::anyhow!("starting the queue listener: {e}"))?;
         Ok(PostgresStore {
-            main: Arc::new(main),
+            main,
             billing,
+            wake,
+            _listener: listener,
         })
     }
 

@@ -184,6 +184,10 @@ fn visible_job(c: &mut Conn, viewer: &Member, id: &str) -> Result<Option<JobRow>
 }
 
 impl Store for PostgresStore {
+    fn wake(&self) -> std::sync::Arc<dyn crate::store::Wake> {
+        self.wake.clone()
+    }
+
     fn is_empty(&self) -> StoreResult<bool> {
         self.main(|c| {
             let n: i64 = query(c, "SELECT COUNT(*) FROM orgs", &[])?[0].get(0);
