@@ -14,3 +14,4 @@ mod media;
 mod media_store;
 mod pipeline;
 mod web;
+mod workers;
