@@ -128,6 +128,7 @@ pub fn segment(
         sums.line_cost.resize(m, 0);
         sums.pause.resize(m, 0);
         sums.head.resize(m, 0);
+        sums.sent.resize(m + 1, 0);
         sums.snap.clear();
         if p.pace {
             // Each unit's start as timing will show it: shifted and snapped to the grid. In
@@ -145,6 +146,7 @@ pub fn segment(
         let mut all_fit = true;
         let (mut t, mut l) = (0u64, 0u32);
         let mut prev: Option<&Unit> = None;
+        let mut sent = 0;
         let out = sums
             .lead
             .iter_mut()
@@ -152,8 +154,11 @@ pub fn segment(
             .zip(&mut sums.line_after[1..])
             .zip(&mut sums.line_cost)
             .zip(&mut sums.pause)
-            .zip(&mut sums.head);
-        for (u, (((((lead, len), line_after), line_cost), pause), head)) in units.iter().zip(out) {
+            .zip(&mut sums.head)
+            .zip(&mut sums.sent);
+        for (u, ((((((lead, len), line_after), line_cost), pause), head), sent_before)) in
+            units.iter().zip(out)
+        {
             *lead = t + u.sep as u64;
             t += u.g as u64 + u.sep as u64;
             l += u.has(LINE_AFTER) as u32;
@@ -162,27 +167,26 @@ pub fn segment(
             *line_cost = super::lines::line_break_cost(p, u);
             all_fit &= u.g <= p.max_chars;
             (*pause, *head) = match prev {
-                Some(a) => (
-                    pause_cost(p, u.start - a.end),
-                    if !a.has(SENT_END) && a.speaker == u.speaker {
-                        HEAD_COST
-                    } else {
-                        0
-                    },
-                ),
+                Some(a) => {
+                    let same = a.speaker == u.speaker;
+                    sent += u32::from(a.has(SENT_END) & same);
+                    (
+                        pause_cost(p, u.start - a.end),
+                        if !a.has(SENT_END) && same {
+                            HEAD_COST
+                        } else {
+                            0
+                        },
+                    )
+                }
                 None => (0, 0),
             };
+            *sent_before = sent;
             prev = Some(u);
         }
         sums.all_fit = all_fit;
-        sums.sent.resize(m + 1, 0);
-        let mut count = 0;
-        for (k, u) in units.iter().enumerate() {
-            sums.sent[k] = count;
-            let next_same = units.get(k + 1).is_some_and(|n| n.speaker == u.speaker);
-            count += u32::from(u.has(SENT_END) & next_same);
-        }
-        sums.sent[m] = count;
+        // The last unit ends no sentence that a later unit carries on.
+        sums.sent[m] = sent;
     }
     let mut a = base;
     while a < end {
@@ -867,7 +871,9 @@ fn fast_walk(
         dialogue: i < lo,
         max_gap: 0,
         inner_end: inner_end(i),
-        inner_sent: (sums.sent[j - 1] - sums.sent[i]) as i64,
+        // Read by `cue_cost` only, for the one-unit cue (which holds no inner sentence end);
+        // the other starts' inner sentence ends are in their bounds (`Sources::inner`).
+        inner_sent: 0,
         chars: sums.line(i, j),
         prefix: 0,
     };
