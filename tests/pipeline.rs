@@ -33,8 +33,16 @@ fn unreadable_media_fails_the_job_with_a_reason_and_a_full_refund() {
 
 #[test]
 fn a_job_survives_kill_9_while_transcribing_and_is_charged_once() {
-    // `fr` makes the test recognizer take 3 s: the server is killed in the middle of it.
-    let mut server = Server::start(&["--workers", "1", "--price-cents-per-minute", "10"]);
+    // `fr` makes the test recognizer take 3 s: the server is killed in the middle of it. Its
+    // claim on the job lapses 1 s after its last heartbeat, and the restarted server takes it.
+    let mut server = Server::start(&[
+        "--workers",
+        "1",
+        "--price-cents-per-minute",
+        "10",
+        "--lease-ms",
+        "1000",
+    ]);
     let org = server.org(1000, &[]);
     let data = std::fs::read(server.tone(3)).expect("media");
     let created = server

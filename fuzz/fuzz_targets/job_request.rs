@@ -8,7 +8,7 @@ use std::fmt;
 
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use cuecraft_host::jobs::validate_create_request;
+use cuecraft_host::api::jobs::validate_create_request;
 use cuecraft_host::ApiError;
 use libfuzzer_sys::fuzz_target;
 

@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use clap::Subcommand;
 use cuecraft_engine::PartialSettings;
-use rusqlite::{params, OptionalExtension};
 use serde_json::{json, Value};
 
-use crate::db::Store;
+use crate::store::sqlite::SqliteStore;
+use crate::store::{NewOrgOwner, Store, StoreError, LOGIN_LINK_TTL_MS};
 use crate::util::{is_id, new_api_key, new_id, now_ms, parse_rfc3339, rfc3339, sha256};
 
 /// The plan's default maximum file size: the contract's own ceiling, 5 GiB.
@@ -219,12 +219,9 @@ fn check_id(what: &str, id: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn org_exists(conn: &rusqlite::Connection, org: &str) -> anyhow::Result<()> {
+fn org_exists(store: &dyn Store, org: &str) -> anyhow::Result<()> {
     check_id("organisation", org)?;
-    let found: Option<String> = conn
-        .query_row("SELECT id FROM orgs WHERE id = ?1", [org], |r| r.get(0))
-        .optional()?;
-    if found.is_none() {
+    if !store.org_exists(org)? {
         bail!("no organisation {org}");
     }
     Ok(())
@@ -249,31 +246,28 @@ fn public_url(data_dir: &std::path::Path, arg: Option<String>) -> String {
 
 /// A sign-in link for an active member: (url, expiresAt).
 fn login_link(
-    store: &Store,
+    store: &dyn Store,
     data_dir: &std::path::Path,
     member: &str,
     url: Option<String>,
     now: i64,
 ) -> anyhow::Result<(String, String)> {
     check_id("member", member)?;
-    let token = store.with(|c| -> anyhow::Result<String> {
-        crate::store::create_login_link(c, member, now).map_err(|e| match e {
-            crate::store::StoreError::NoActiveMember => {
-                anyhow::anyhow!("no active member {member}")
-            }
-            e => anyhow::anyhow!(e),
-        })
+    let token = store.create_login_link(member, now).map_err(|e| match e {
+        StoreError::NoActiveMember => anyhow::anyhow!("no active member {member}"),
+        e => anyhow::anyhow!(e),
     })?;
     Ok((
         format!("{}/login/{token}", public_url(data_dir, url)),
-        rfc3339(now + crate::store::LOGIN_LINK_TTL_MS),
+        rfc3339(now + LOGIN_LINK_TTL_MS),
     ))
 }
 
 /// Runs one admin command and returns the JSON object it prints.
 pub fn run(args: AdminArgs) -> anyhow::Result<Value> {
-    let store = Store::open(&args.data_dir)
+    let store = SqliteStore::open(&args.data_dir)
         .with_context(|| format!("opening the data directory {}", args.data_dir.display()))?;
+    let store: &dyn Store = &store;
     let now = now_ms();
     match args.command {
         AdminCommand::Org {
@@ -292,14 +286,9 @@ pub fn run(args: AdminArgs) -> anyhow::Result<Value> {
                 bail!("--max-bytes and --max-seconds must be positive");
             }
             let id = new_id()?;
-            store.with(|c| {
-                c.execute(
-                    "INSERT INTO orgs (id, name, max_bytes, max_seconds, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-                    params![id, name, max_bytes, max_seconds, now],
-                )
-            })?;
+            store.create_org(&id, &name, max_bytes, max_seconds, now)?;
             if credits_cents != 0 {
-                store.with_billing(|c| crate::billing::add_credit(c, &id, credits_cents))?;
+                store.add_credit(&id, credits_cents)?;
             }
             Ok(json!({ "id": id }))
         }
@@ -324,48 +313,26 @@ pub fn run(args: AdminArgs) -> anyhow::Result<Value> {
                 None => now,
             };
             let id = new_id()?;
-            store.with(|c| -> anyhow::Result<()> {
-                org_exists(c, &org)?;
-                c.execute(
-                    "INSERT INTO members (id, org_id, email, role, joined_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-                    params![id, org, email, role, joined_at],
-                )?;
-                Ok(())
-            })?;
+            org_exists(store, &org)?;
+            store.add_member(&id, &org, &email, &role, joined_at)?;
             Ok(json!({ "id": id }))
         }
         AdminCommand::Member {
             command: MemberCommand::Remove { org, member },
         } => {
             check_id("member", &member)?;
-            let left = store.with(|c| -> anyhow::Result<i64> {
-                org_exists(c, &org)?;
-                let row: Option<Option<i64>> = c
-                    .query_row(
-                        "SELECT left_at FROM members WHERE id = ?1 AND org_id = ?2",
-                        [&member, &org],
-                        |r| r.get(0),
-                    )
-                    .optional()?;
-                match row {
-                    None => bail!("no member {member} in organisation {org}"),
-                    Some(Some(left)) => Ok(left),
-                    Some(None) => {
-                        c.execute(
-                            "UPDATE members SET left_at = ?1 WHERE id = ?2",
-                            params![now, member],
-                        )?;
-                        crate::store::revoke_member(c, &member)?;
-                        Ok(now)
-                    }
-                }
-            })?;
+            org_exists(store, &org)?;
+            let left = match store.member_of(&org, &member)? {
+                None => bail!("no member {member} in organisation {org}"),
+                Some((_, Some(left))) => left,
+                Some((_, None)) => store.remove_member(&member, now)?,
+            };
             Ok(json!({ "id": member, "leftAt": rfc3339(left) }))
         }
         AdminCommand::Member {
             command: MemberCommand::LoginLink { member, public_url },
         } => {
-            let (url, expires) = login_link(&store, &args.data_dir, &member, public_url, now)?;
+            let (url, expires) = login_link(store, &args.data_dir, &member, public_url, now)?;
             Ok(json!({ "memberId": member, "signInUrl": url, "expiresAt": expires }))
         }
         AdminCommand::Folder {
@@ -373,21 +340,10 @@ pub fn run(args: AdminArgs) -> anyhow::Result<Value> {
         } => {
             check_id("folder", &folder)?;
             check_id("member", &member)?;
-            store.with(|c| -> anyhow::Result<()> {
-                let same: Option<i64> = c
-                    .query_row(
-                        "SELECT 1 FROM folders f JOIN members m ON m.org_id = f.org_id
-                         WHERE f.id = ?1 AND m.id = ?2 AND m.left_at IS NULL",
-                        [&folder, &member],
-                        |r| r.get(0),
-                    )
-                    .optional()?;
-                if same.is_none() {
-                    bail!("no folder {folder} with an active member {member} in its organisation");
-                }
-                crate::store::add_folder_member(c, &folder, &member)?;
-                Ok(())
-            })?;
+            if !store.folder_shares_org(&folder, &member)? {
+                bail!("no folder {folder} with an active member {member} in its organisation");
+            }
+            store.add_folder_member(&folder, &member)?;
             Ok(json!({ "folderId": folder, "memberId": member }))
         }
         AdminCommand::Quickstart {
@@ -401,27 +357,21 @@ pub fn run(args: AdminArgs) -> anyhow::Result<Value> {
             }
             let (org, member, key_id) = (new_id()?, new_id()?, new_id()?);
             let key = new_api_key()?;
-            store.with(|c| -> anyhow::Result<()> {
-                let tx = c.transaction()?;
-                tx.execute(
-                    "INSERT INTO orgs (id, name, max_bytes, max_seconds, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-                    params![org, org_name, DEFAULT_MAX_BYTES, DEFAULT_MAX_SECONDS, now],
-                )?;
-                tx.execute(
-                    "INSERT INTO members (id, org_id, email, role, joined_at) VALUES (?1, ?2, ?3, 'owner', ?4)",
-                    params![member, org, email, now],
-                )?;
-                tx.execute(
-                    "INSERT INTO api_keys (id, org_id, member_id, key_hash, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-                    params![key_id, org, member, sha256(key.as_bytes()), now],
-                )?;
-                tx.commit()?;
-                Ok(())
+            store.create_org_with_owner(&NewOrgOwner {
+                org_id: &org,
+                org_name: &org_name,
+                max_bytes: DEFAULT_MAX_BYTES,
+                max_seconds: DEFAULT_MAX_SECONDS,
+                member_id: &member,
+                email: &email,
+                key_id: &key_id,
+                key_hash: &sha256(key.as_bytes()),
+                now,
             })?;
             if credits_cents != 0 {
-                store.with_billing(|c| crate::billing::add_credit(c, &org, credits_cents))?;
+                store.add_credit(&org, credits_cents)?;
             }
-            let (url, expires) = login_link(&store, &args.data_dir, &member, public_url, now)?;
+            let (url, expires) = login_link(store, &args.data_dir, &member, public_url, now)?;
             Ok(json!({
                 "orgId": org,
                 "memberId": member,
@@ -437,55 +387,26 @@ pub fn run(args: AdminArgs) -> anyhow::Result<Value> {
             check_id("member", &member)?;
             let key = new_api_key()?;
             let id = new_id()?;
-            store.with(|c| -> anyhow::Result<()> {
-                org_exists(c, &org)?;
-                let row: Option<(String, Option<i64>)> = c
-                    .query_row(
-                        "SELECT role, left_at FROM members WHERE id = ?1 AND org_id = ?2",
-                        [&member, &org],
-                        |r| Ok((r.get(0)?, r.get(1)?)),
-                    )
-                    .optional()?;
-                match row {
-                    None => bail!("no member {member} in organisation {org}"),
-                    Some((_, Some(_))) => bail!("member {member} has left the organisation"),
-                    Some((role, None)) if role != "owner" && role != "admin" => {
-                        bail!("only an owner or admin can create API keys; {member} is a {role}")
-                    }
-                    Some(_) => {}
+            org_exists(store, &org)?;
+            match store.member_of(&org, &member)? {
+                None => bail!("no member {member} in organisation {org}"),
+                Some((_, Some(_))) => bail!("member {member} has left the organisation"),
+                Some((role, None)) if role != "owner" && role != "admin" => {
+                    bail!("only an owner or admin can create API keys; {member} is a {role}")
                 }
-                c.execute(
-                    "INSERT INTO api_keys (id, org_id, member_id, key_hash, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-                    params![id, org, member, sha256(key.as_bytes()), now],
-                )?;
-                Ok(())
-            })?;
+                Some(_) => {}
+            }
+            store.create_key(&id, &org, &member, &sha256(key.as_bytes()), now)?;
             Ok(json!({ "id": id, "key": key }))
         }
         AdminCommand::Key {
             command: KeyCommand::Revoke { key_id },
         } => {
             check_id("key", &key_id)?;
-            let revoked = store.with(|c| -> anyhow::Result<i64> {
-                let row: Option<Option<i64>> = c
-                    .query_row(
-                        "SELECT revoked_at FROM api_keys WHERE id = ?1",
-                        [&key_id],
-                        |r| r.get(0),
-                    )
-                    .optional()?;
-                match row {
-                    None => bail!("no API key {key_id}"),
-                    Some(Some(at)) => Ok(at),
-                    Some(None) => {
-                        c.execute(
-                            "UPDATE api_keys SET revoked_at = ?1 WHERE id = ?2",
-                            params![now, key_id],
-                        )?;
-                        Ok(now)
-                    }
-                }
-            })?;
+            let revoked = match store.revoke_key(&key_id, now) {
+                Err(StoreError::NotFound(_)) => bail!("no API key {key_id}"),
+                r => r?,
+            };
             Ok(json!({ "id": key_id, "revokedAt": rfc3339(revoked) }))
         }
         AdminCommand::Folder {
@@ -495,14 +416,8 @@ pub fn run(args: AdminArgs) -> anyhow::Result<Value> {
                 bail!("--name must not be empty");
             }
             let id = new_id()?;
-            store.with(|c| -> anyhow::Result<()> {
-                org_exists(c, &org)?;
-                c.execute(
-                    "INSERT INTO folders (id, org_id, name, created_at) VALUES (?1, ?2, ?3, ?4)",
-                    params![id, org, name, now],
-                )?;
-                Ok(())
-            })?;
+            org_exists(store, &org)?;
+            store.create_folder(&id, &org, &name, now)?;
             Ok(json!({ "id": id }))
         }
         AdminCommand::Preset {
@@ -524,21 +439,15 @@ pub fn run(args: AdminArgs) -> anyhow::Result<Value> {
             })?;
             let id = new_id()?;
             let stored = partial.to_json().to_string();
-            store.with(|c| -> anyhow::Result<()> {
-                org_exists(c, &org)?;
-                c.execute(
-                    "INSERT INTO presets (id, org_id, name, settings, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-                    params![id, org, name, stored, now],
-                )?;
-                Ok(())
-            })?;
+            org_exists(store, &org)?;
+            store.create_preset(&id, &org, &name, &stored, now)?;
             Ok(json!({ "id": id }))
         }
         AdminCommand::Credits {
             command: CreditsCommand::Add { org, cents },
         } => {
-            store.with(|c| org_exists(c, &org))?;
-            let balance = store.with_billing(|c| crate::billing::add_credit(c, &org, cents))?;
+            org_exists(store, &org)?;
+            let balance = store.add_credit(&org, cents)?;
             Ok(json!({ "balanceCents": balance }))
         }
         AdminCommand::Quota {
@@ -547,13 +456,7 @@ pub fn run(args: AdminArgs) -> anyhow::Result<Value> {
             if monthly_bytes < 0 {
                 bail!("--monthly-bytes must not be negative");
             }
-            store.with(|c| {
-                c.execute(
-                    "INSERT INTO platform (key, value) VALUES ('monthly_bytes', ?1)
-                     ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                    [monthly_bytes],
-                )
-            })?;
+            store.set_monthly_quota(monthly_bytes)?;
             Ok(json!({ "monthlyBytes": monthly_bytes }))
         }
     }

@@ -8,10 +8,11 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
-use crate::db::Store;
+use crate::http::ratelimit::RateLimiter;
+use crate::http::{App, Config};
 use crate::pipeline::{Pipeline, Queue};
-use crate::ratelimit::RateLimiter;
-use crate::server::{App, Config};
+use crate::store::sqlite::SqliteStore;
+use crate::store::Store;
 
 pub use crate::admin::AdminArgs;
 
@@ -58,6 +59,11 @@ pub struct ServeArgs {
     /// Requests per rolling minute per API key.
     #[arg(long, default_value_t = 120)]
     pub rate_limit_per_minute: u32,
+    /// How long a worker's claim on a job holds without a heartbeat, in milliseconds: a worker
+    /// killed mid-job has its job taken over this long after its last heartbeat (for tests).
+    #[arg(long, hide = true, default_value_t = crate::pipeline::DEFAULT_LEASE_MS,
+          value_parser = clap::value_parser!(i64).range(300..=3_600_000))]
+    pub lease_ms: i64,
 }
 
 /// Reads the upload-signing secret of `data_dir`, creating it (mode 0600) on first start.
@@ -109,14 +115,14 @@ fn remove_leftovers(data_dir: &Path) {
 /// Records the public URL for the links `admin` prints, and on a data directory without any
 /// organisation prints the one command that creates an organisation, its owner, an API key and a
 /// sign-in link.
-fn first_run_hint(store: &Store, data_dir: &Path, public_url: &str) {
+fn first_run_hint(store: &dyn Store, data_dir: &Path, public_url: &str) {
     if let Err(e) = std::fs::write(
         data_dir.join(crate::admin::PUBLIC_URL_FILE),
         format!("{public_url}\n"),
     ) {
         tracing::warn!("could not record the public URL: {e}");
     }
-    if store.with(|c| crate::store::is_empty(c)).unwrap_or(false) {
+    if store.is_empty().unwrap_or(false) {
         let exe = std::env::args()
             .next()
             .unwrap_or_else(|| "cuecraft".to_string());
@@ -166,7 +172,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         anyhow::bail!("--public-url must start with http:// or https://: {public_url:?}");
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let whisper = crate::recognizer::WhisperOptions {
+    let whisper = crate::pipeline::recognizers::WhisperOptions {
         python: args.whisper_python.clone(),
         model: args.whisper_model.clone(),
         beam: args.whisper_beam,
@@ -175,24 +181,26 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     };
     if args.recognizer == "whisper" {
         // One clear line, and no server, when the model is missing or not the one we ship.
-        crate::recognizer::check_whisper_installation(&whisper).map_err(anyhow::Error::msg)?;
+        crate::pipeline::recognizers::check_whisper_installation(&whisper)
+            .map_err(anyhow::Error::msg)?;
     }
-    let recognizer: Arc<dyn crate::recognizer::Recognizer> = Arc::from(
-        crate::recognizer::from_spec_with(&args.recognizer, &whisper)
+    let recognizer: Arc<dyn crate::pipeline::recognizers::Recognizer> = Arc::from(
+        crate::pipeline::recognizers::from_spec_with(&args.recognizer, &whisper)
             .map_err(anyhow::Error::msg)?,
     );
     std::fs::create_dir_all(args.data_dir.join("media").join("tmp"))
         .with_context(|| format!("creating {}", args.data_dir.display()))?;
     remove_leftovers(&args.data_dir);
-    let store = Arc::new(Store::open(&args.data_dir)?);
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&args.data_dir)?);
     let secret = signing_secret(&args.data_dir)?;
-    first_run_hint(&store, &args.data_dir, &public_url);
+    first_run_hint(store.as_ref(), &args.data_dir, &public_url);
     let queue = Arc::new(Queue::default());
     let pipeline = Arc::new(Pipeline {
         store: store.clone(),
         queue: queue.clone(),
         recognizer,
         data_dir: args.data_dir.clone(),
+        lease_ms: args.lease_ms,
     });
     pipeline.recover()?;
     let workers = pipeline.start(args.workers);
@@ -221,7 +229,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
             workers = args.workers,
             "cuecraft serving"
         );
-        crate::server::run(listener, app, shutdown_signal()).await;
+        crate::http::server::run(listener, app, shutdown_signal()).await;
         anyhow::Ok(())
     })?;
     queue.stop();

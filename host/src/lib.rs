@@ -3,26 +3,19 @@
 //! It is the only crate that knows HTTP, JSON wire shapes, SQL or processes.
 
 pub mod admin;
+pub mod api;
 pub mod billing;
 pub mod child;
 pub mod cli;
-pub mod db;
-pub mod error;
-pub mod front;
-pub mod jobs;
+pub mod http;
 pub mod json;
 pub mod media;
 pub mod pipeline;
-pub mod ratelimit;
-pub mod recognizer;
 pub mod redact;
-pub mod results;
-pub mod server;
 pub mod store;
 pub mod submit;
-pub mod uploads;
 pub mod util;
 pub mod web;
 pub mod words;
 
-pub use error::ApiError;
+pub use http::error::ApiError;

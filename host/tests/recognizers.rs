@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use cuecraft_host::media;
-use cuecraft_host::recognizer::{
+use cuecraft_host::pipeline::recognizers::{
     from_spec, parse_whisper_json, PocketsphinxRecognizer, Recognizer, TimeLimit,
     WhisperCppRecognizer,
 };

@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use cuecraft_host::media;
-use cuecraft_host::recognizer::{
+use cuecraft_host::pipeline::recognizers::{
     check_whisper_installation, Recognizer, TimeLimit, WhisperOptions, WhisperRecognizer,
 };
 

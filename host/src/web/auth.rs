@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use crate::server::{App, Body};
+use crate::http::{App, Body};
 use crate::store::Session;
 use crate::util::{hex, now_ms, random_bytes};
 use hyper::Response;
@@ -96,10 +96,7 @@ async fn start_session(
     member_id: String,
     next: &str,
 ) -> Result<Response<Body>, WebError> {
-    let (token, _csrf) = db(app, move |c| {
-        Ok(crate::store::create_session(c, &member_id, now_ms())?)
-    })
-    .await?;
+    let (token, _csrf) = db(app, move |c| Ok(c.create_session(&member_id, now_ms())?)).await?;
     let mut resp = redirect(next);
     set_cookie(
         &mut resp,
@@ -126,10 +123,7 @@ pub async fn password_login(app: &Arc<App>, req: &WebRequest) -> Result<Response
     let email = field(&form, "email").unwrap_or_default().trim().to_string();
     let pw = field(&form, "password").unwrap_or_default().to_string();
     let next = safe_next(field(&form, "next"));
-    let candidates = db(app, move |c| {
-        Ok(crate::store::password_candidates(c, &email)?)
-    })
-    .await?;
+    let candidates = db(app, move |c| Ok(c.password_candidates(&email)?)).await?;
     // Hashing is slow on purpose: off the async workers.
     let found = tokio::task::spawn_blocking(move || {
         candidates
@@ -159,10 +153,7 @@ pub async fn link_page(
     token: &str,
 ) -> Result<Response<Body>, WebError> {
     let t = token.to_string();
-    let usable = db(app, move |c| {
-        Ok(crate::store::login_link_usable(c, &t, now_ms())?)
-    })
-    .await?;
+    let usable = db(app, move |c| Ok(c.login_link_usable(&t, now_ms())?)).await?;
     if !usable {
         let body = "<section class=\"signin\"><h1>This sign-in link cannot be used</h1>\
             <p>Sign-in links work once and for 15 minutes. Ask an owner for a new one, or \
@@ -197,10 +188,7 @@ pub async fn link_login(
 ) -> Result<Response<Body>, WebError> {
     check_pre(req)?;
     let t = token.to_string();
-    let member = db(app, move |c| {
-        Ok(crate::store::consume_login_link(c, &t, now_ms())?)
-    })
-    .await?;
+    let member = db(app, move |c| Ok(c.consume_login_link(&t, now_ms())?)).await?;
     match member {
         Some(m) => start_session(app, m.id, "/projects").await,
         None => {
@@ -219,7 +207,7 @@ pub async fn logout(app: &Arc<App>, req: &WebRequest) -> Result<Response<Body>, 
     let session = require_session(app, req).await?;
     check_csrf(req, &session)?;
     if let Some(token) = req.cookie(SESSION_COOKIE) {
-        db(app, move |c| Ok(crate::store::delete_session(c, &token)?)).await?;
+        db(app, move |c| Ok(c.delete_session(&token)?)).await?;
     }
     let mut resp = redirect("/login");
     set_cookie(&mut resp, &cookie(app, SESSION_COOKIE, "", "/", "Lax", 0));
@@ -275,7 +263,7 @@ pub async fn set_password(app: &Arc<App>, req: &WebRequest) -> Result<Response<B
         .await
         .map_err(|e| WebError::Internal(e.to_string()))??;
     let id = session.member.id.clone();
-    db(app, move |c| Ok(crate::store::set_password(c, &id, &hash)?)).await?;
+    db(app, move |c| Ok(c.set_password(&id, &hash)?)).await?;
     Ok(redirect("/account?saved=1"))
 }
 

@@ -17,10 +17,9 @@ use hyper::header::{HeaderValue, ACCEPT_RANGES, CONTENT_RANGE};
 use hyper::Response;
 use serde_json::{json, Value};
 
-use crate::jobs::JobRow;
-use crate::results::{job_frame_rate, job_settings, subtitle_format, subtitle_response};
-use crate::server::{App, Body};
-use crate::store::{Member, Saved, StoredWords};
+use crate::api::results::{job_frame_rate, job_settings, subtitle_format, subtitle_response};
+use crate::http::{App, Body};
+use crate::store::{JobRow, Member, Saved, StoredWords};
 use crate::util::{is_id, now_ms, rfc3339};
 use crate::words::{decode, encode};
 
@@ -41,8 +40,8 @@ fn check_id(id: &str) -> Result<(), WebError> {
 }
 
 /// The job when the member may see it (404 otherwise, another organisation's included).
-fn visible(c: &rusqlite::Connection, viewer: &Member, id: &str) -> Result<JobRow, WebError> {
-    crate::store::visible_job(c, viewer, id)?.ok_or(WebError::NotFound)
+fn visible(c: &dyn crate::store::Store, viewer: &Member, id: &str) -> Result<JobRow, WebError> {
+    c.visible_job(viewer, id)?.ok_or(WebError::NotFound)
 }
 
 /// GET /editor/{id}: the page shell; `editor.js` loads the rest.
@@ -159,7 +158,7 @@ fn transcript_param(pairs: &[(String, String)]) -> Result<Option<String>, WebErr
 /// Everything the editor shows for one transcript of a job, as JSON.
 fn editor_json(
     app: &App,
-    c: &rusqlite::Connection,
+    c: &dyn crate::store::Store,
     job: &JobRow,
     transcript: Option<&str>,
     preloaded: Option<(String, i64, Vec<Word>)>,
@@ -195,7 +194,7 @@ fn editor_json(
             cues: Vec::new(),
         });
     }
-    let list = crate::store::ready_transcripts(c, &job.id)?;
+    let list = c.ready_transcripts(&job.id)?;
     out["transcripts"] = Value::Array(
         list.iter()
             .map(|t| json!({"id": t.id, "kind": t.kind, "language": t.language, "label": t.label}))
@@ -204,7 +203,7 @@ fn editor_json(
     let (transcript_id, revision, words) = match preloaded {
         Some(p) => p,
         None => {
-            let Some(stored) = crate::store::transcript_words(c, &job.id, transcript)? else {
+            let Some(stored) = c.transcript_words(&job.id, transcript)? else {
                 return Err(WebError::NotFound);
             };
             let words = decode(&stored.words)
@@ -236,7 +235,7 @@ fn editor_json(
     let original = list.iter().find(|t| t.kind == "original");
     let sources: Vec<String> = match original {
         Some(o) if o.id != transcript_id => {
-            let stored = crate::store::transcript_words(c, &job.id, Some(&o.id))?;
+            let stored = c.transcript_words(&job.id, Some(&o.id))?;
             let source_words = stored.and_then(|s| decode(&s.words)).unwrap_or_default();
             overlapping_text(&cues, &layout(&source_words, &settings, fr))
         }
@@ -517,9 +516,11 @@ pub async fn download(
         if job.status != "ready" {
             return Err(WebError::BadRequest("The project is not ready yet.".into()));
         }
-        let stored = crate::store::transcript_words(c, &jid, transcript.as_deref())?
+        let stored = c
+            .transcript_words(&jid, transcript.as_deref())?
             .ok_or(WebError::NotFound)?;
-        let language = crate::store::ready_transcripts(c, &jid)?
+        let language = c
+            .ready_transcripts(&jid)?
             .into_iter()
             .find(|t| t.id == stored.transcript_id)
             .map(|t| t.language)
@@ -545,9 +546,10 @@ pub async fn revision_list(
     let jid = id.to_string();
     let list = db(app, move |c| {
         visible(c, &viewer, &jid)?;
-        let stored = crate::store::transcript_words(c, &jid, transcript.as_deref())?
+        let stored = c
+            .transcript_words(&jid, transcript.as_deref())?
             .ok_or(WebError::NotFound)?;
-        Ok(crate::store::revisions(c, &stored.transcript_id)?)
+        Ok(c.revisions(&stored.transcript_id)?)
     })
     .await?;
     let items: Vec<Value> = list
@@ -744,7 +746,7 @@ pub fn apply_op(words: &mut Vec<Word>, op: &Value, frame: Millis) -> Result<Stri
 #[allow(clippy::too_many_arguments)]
 fn save(
     app: &App,
-    c: &mut rusqlite::Connection,
+    c: &dyn crate::store::Store,
     job: &JobRow,
     stored: &StoredWords,
     expected: i64,
@@ -753,21 +755,20 @@ fn save(
     member: &Member,
     note: &str,
 ) -> Result<Vec<u8>, WebError> {
-    let saved = crate::store::save_words(
-        c,
-        &job.id,
-        &stored.transcript_id,
+    let saved = c.save_words(&crate::store::WordsEdit {
+        job_id: &job.id,
+        transcript_id: &stored.transcript_id,
         expected,
-        &encode(words),
-        &splice_diff(old, words),
-        &member.id,
+        words: &encode(words),
+        change: &splice_diff(old, words),
+        member_id: &member.id,
         note,
-        now_ms(),
-    )?;
+        now: now_ms(),
+    })?;
     match saved {
         Saved::Revision(revision) => {
             // The words just saved are laid out as they are: no second read and decode.
-            let job = crate::jobs::load_job(c, &job.id)?.ok_or(WebError::NotFound)?;
+            let job = c.job(&job.id)?.ok_or(WebError::NotFound)?;
             let preloaded = (stored.transcript_id.clone(), revision, words.to_vec());
             editor_json(app, c, &job, None, Some(preloaded))
         }
@@ -778,7 +779,7 @@ fn save(
 /// Loads what an edit needs: the job (visible, ready), the transcript's stored words, and checks
 /// the revision the edit was made on.
 fn load_for_edit(
-    c: &rusqlite::Connection,
+    c: &dyn crate::store::Store,
     viewer: &Member,
     id: &str,
     body: &Value,
@@ -796,8 +797,9 @@ fn load_for_edit(
         .get("revision")
         .and_then(Value::as_i64)
         .ok_or_else(|| WebError::BadRequest("`revision` is required.".into()))?;
-    let stored =
-        crate::store::transcript_words(c, id, transcript.as_deref())?.ok_or(WebError::NotFound)?;
+    let stored = c
+        .transcript_words(id, transcript.as_deref())?
+        .ok_or(WebError::NotFound)?;
     if stored.revision != expected {
         return Err(WebError::Conflict(stored.revision));
     }
@@ -847,7 +849,7 @@ pub async fn restore(
             .get("restore")
             .and_then(Value::as_i64)
             .ok_or_else(|| WebError::BadRequest("`restore` must be a revision.".into()))?;
-        let entries = crate::store::revision_entries(c, &stored.transcript_id, wanted)?;
+        let entries = c.revision_entries(&stored.transcript_id, wanted)?;
         if entries.is_empty() {
             return Err(WebError::BadRequest(format!(
                 "There is no revision {wanted}."
@@ -935,8 +937,8 @@ pub async fn settings(
                     .join("; "),
             ));
         }
-        crate::store::set_job_settings(c, &jid, &merged.to_json().to_string(), now_ms())?;
-        let job = crate::jobs::load_job(c, &jid)?.ok_or(WebError::NotFound)?;
+        c.set_job_settings(&jid, &merged.to_json().to_string(), now_ms())?;
+        let job = c.job(&jid)?.ok_or(WebError::NotFound)?;
         let transcript = match body.get("transcript").and_then(Value::as_str) {
             Some(t) if is_id(t) => Some(t.to_string()),
             _ => None,
@@ -1086,14 +1088,12 @@ pub async fn add_translation(
         let words = match imported {
             Some(w) => w,
             None => {
-                let stored =
-                    crate::store::transcript_words(c, &jid, None)?.ok_or(WebError::NotFound)?;
+                let stored = c.transcript_words(&jid, None)?.ok_or(WebError::NotFound)?;
                 decode(&stored.words).ok_or_else(|| WebError::Internal("stored words".into()))?
             }
         };
-        let tid =
-            crate::store::add_translation(c, &jid, &language, &label, &encode(&words), now_ms())?;
-        let job = crate::jobs::load_job(c, &jid)?.ok_or(WebError::NotFound)?;
+        let tid = c.add_translation(&jid, &language, &label, &encode(&words), now_ms())?;
+        let job = c.job(&jid)?.ok_or(WebError::NotFound)?;
         editor_json(&app2, c, &job, Some(&tid), None)
     })
     .await?;

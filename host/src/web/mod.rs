@@ -22,8 +22,8 @@ use hyper::header::{HeaderValue, CONTENT_TYPE, LOCATION, SET_COOKIE};
 use hyper::{HeaderMap, Method, Request, Response, StatusCode};
 use serde_json::{json, Value};
 
-use crate::error::ApiError;
-use crate::server::{App, Body};
+use crate::http::error::ApiError;
+use crate::http::{App, Body};
 use crate::store::Session;
 use crate::util::now_ms;
 
@@ -64,12 +64,6 @@ pub enum WebError {
     Method,
     /// Anything else (logged, not shown).
     Internal(String),
-}
-
-impl From<rusqlite::Error> for WebError {
-    fn from(e: rusqlite::Error) -> Self {
-        WebError::Internal(format!("database: {e}"))
-    }
 }
 
 impl From<crate::store::StoreError> for WebError {
@@ -342,10 +336,7 @@ pub async fn session_of(app: &Arc<App>, req: &WebRequest) -> Result<Option<Sessi
     let Some(token) = req.cookie(SESSION_COOKIE) else {
         return Ok(None);
     };
-    db(app, move |c| {
-        Ok(crate::store::session(c, &token, now_ms())?)
-    })
-    .await
+    db(app, move |c| Ok(c.session(&token, now_ms())?)).await
 }
 
 /// The session, or `SignIn`.
@@ -370,10 +361,10 @@ pub fn check_csrf(req: &WebRequest, session: &Session) -> Result<(), WebError> {
 /// Runs database work on a blocking thread.
 pub async fn db<T: Send + 'static>(
     app: &Arc<App>,
-    f: impl FnOnce(&mut rusqlite::Connection) -> Result<T, WebError> + Send + 'static,
+    f: impl FnOnce(&dyn crate::store::Store) -> Result<T, WebError> + Send + 'static,
 ) -> Result<T, WebError> {
     let store = app.store.clone();
-    tokio::task::spawn_blocking(move || store.with(f))
+    tokio::task::spawn_blocking(move || f(store.as_ref()))
         .await
         .map_err(|e| WebError::Internal(format!("blocking task: {e}")))?
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use hyper::Response;
 use serde_json::json;
 
-use crate::server::{App, Body};
+use crate::http::{App, Body};
 use crate::store::{Cursor, ProjectQuery, ProjectRow, Sort};
 use crate::util::{is_id, percent_encode, rfc3339};
 
@@ -140,10 +140,7 @@ pub async fn list_page(app: &Arc<App>, req: &WebRequest) -> Result<Response<Body
     let viewer = session.member.clone();
     let q2 = q.clone();
     let (mut rows, folders) = db(app, move |c| {
-        Ok((
-            crate::store::list_projects(c, &viewer, &q2)?,
-            crate::store::folders(c, &viewer)?,
-        ))
+        Ok((c.list_projects(&viewer, &q2)?, c.folders(&viewer)?))
     })
     .await?;
     let more = rows.len() > PAGE;
@@ -239,10 +236,7 @@ pub async fn statuses(app: &Arc<App>, req: &WebRequest) -> Result<Response<Body>
         .map(str::to_string)
         .collect();
     let viewer = session.member.clone();
-    let found = db(app, move |c| {
-        Ok(crate::store::project_statuses(c, &viewer, &ids)?)
-    })
-    .await?;
+    let found = db(app, move |c| Ok(c.project_statuses(&viewer, &ids)?)).await?;
     let list: Vec<_> = found
         .into_iter()
         .map(|(id, status, updated)| {

@@ -16,8 +16,9 @@
 //! A failure refunds the job in full (one ledger row, net zero) before the job is marked failed.
 //! When the ledger is unavailable the step is retried later rather than failed.
 
-use std::collections::HashSet;
-use std::path::PathBuf;
+pub mod recognizers;
+
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
@@ -25,13 +26,10 @@ use std::time::Duration;
 use cuecraft_engine::analysis::{chapters, highlights};
 use cuecraft_engine::text::{apply_vocabulary, clean_words};
 use cuecraft_engine::{layout, words_from_raw, FrameRate, PartialSettings, Settings};
-use rusqlite::{params, OptionalExtension};
 use serde_json::{json, Value};
 
-use crate::db::Store;
-use crate::jobs::{load_job, JobRow};
-use crate::recognizer::Recognizer;
-use crate::uploads::media_path;
+use crate::pipeline::recognizers::Recognizer;
+use crate::store::{Formatted, JobRow, Recognized, Store, StoreError, Task};
 use crate::util::{new_id, now_ms};
 use crate::words::{encode, seconds};
 
@@ -40,10 +38,10 @@ const HIGHLIGHTS: usize = 5;
 /// The label of the clean version.
 pub const CLEAN_LABEL: &str = "Clean version";
 
-/// The in-process side of the queue: which rows are being worked on, and the wake-up signal.
+/// The in-process side of the queue: the wake-up signal and the stop flag. Which rows are being
+/// worked on is in the store (leases), shared by every process.
 #[derive(Default)]
 pub struct Queue {
-    claimed: Mutex<HashSet<i64>>,
     wake: Mutex<u64>,
     cond: Condvar,
     stop: AtomicBool,
@@ -82,20 +80,6 @@ impl Queue {
                 .wait_timeout_while(guard, timeout, |n| *n == seen && !self.stopped());
         }
     }
-
-    fn release(&self, seq: i64) {
-        if let Ok(mut c) = self.claimed.lock() {
-            c.remove(&seq);
-        }
-    }
-}
-
-/// One row of the queue table.
-#[derive(Debug, Clone)]
-struct Task {
-    seq: i64,
-    job_id: String,
-    kind: String,
 }
 
 /// Why a step did not finish.
@@ -106,115 +90,152 @@ enum StepError {
     Retry(String),
 }
 
-impl From<rusqlite::Error> for StepError {
-    fn from(e: rusqlite::Error) -> Self {
+impl From<StoreError> for StepError {
+    fn from(e: StoreError) -> Self {
         StepError::Retry(format!("database: {e}"))
     }
 }
 
+/// Why an upload could not be accepted.
+#[derive(Debug)]
+pub enum UploadError {
+    /// The ledger could not be written: not charged, so not accepted.
+    Billing(StoreError),
+    /// The store failed.
+    Store(StoreError),
+}
+
+/// Accepts a job whose media is in place: charges it (one ledger row, idempotent), then moves it
+/// to `transcribing` with its queue row in one transaction; the ledger row is written first, so a
+/// crash in between leaves a charged `uploading` job that the next attempt or the recovery sweep
+/// completes without charging again. Returns false when the job was no longer uploading.
+pub fn accept_upload(store: &dyn Store, job: &JobRow) -> Result<bool, UploadError> {
+    let cents = crate::billing::required_cents(job.declared_seconds, job.price_cents_per_minute);
+    store
+        .charge(&job.org_id, &job.id, cents)
+        .map_err(UploadError::Billing)?;
+    store
+        .start_transcribing(&job.id, now_ms())
+        .map_err(UploadError::Store)
+}
+
+/// The default lease of a claimed queue row: a worker that stops heartbeating (killed) loses its
+/// row this long after its last heartbeat.
+pub const DEFAULT_LEASE_MS: i64 = 30_000;
+
 /// What the workers share.
 pub struct Pipeline {
-    /// The databases.
-    pub store: Arc<Store>,
+    /// The store.
+    pub store: Arc<dyn Store>,
     /// The queue signal.
     pub queue: Arc<Queue>,
     /// The recognizer.
     pub recognizer: Arc<dyn Recognizer>,
     /// The data directory.
     pub data_dir: PathBuf,
+    /// How long a claim holds without a heartbeat (heartbeats come every third of it).
+    pub lease_ms: i64,
 }
 
 impl Pipeline {
     /// Re-queues work left behind by a previous run: uploads that completed on disk without their
     /// transition, and jobs or clean versions whose queue row is missing.
     pub fn recover(&self) -> anyhow::Result<()> {
-        let uploaded: Vec<String> = self.store.with(|c| {
-            let mut stmt = c.prepare("SELECT id FROM jobs WHERE status = 'uploading'")?;
-            let ids = stmt.query_map([], |r| r.get::<_, String>(0))?;
-            ids.collect::<rusqlite::Result<Vec<_>>>()
-        })?;
+        let uploaded = self.store.uploading_jobs()?;
         for id in uploaded {
             if media_path(&self.data_dir, &id).is_file() {
-                if let Some(job) = self.store.with(|c| load_job(c, &id))? {
-                    match crate::uploads::complete_upload(&self.store, &job) {
+                if let Some(job) = self.store.job(&id)? {
+                    match accept_upload(self.store.as_ref(), &job) {
                         Ok(_) => {
                             tracing::info!(job = %id, "completed an upload interrupted by a restart")
                         }
                         Err(e) => {
-                            tracing::warn!(job = %id, "could not complete an interrupted upload: {e}")
+                            tracing::warn!(job = %id, "could not complete an interrupted upload: {e:?}")
                         }
                     }
                 }
             }
         }
         let now = now_ms();
-        let n = self.store.with(|c| {
-            let a = c.execute(
-                "INSERT OR IGNORE INTO queue (job_id, task, enqueued_at)
-                 SELECT id, 'job', ?1 FROM jobs WHERE status IN ('transcribing', 'formatting')
-                 ORDER BY updated_at",
-                [now],
-            )?;
-            let b = c.execute(
-                "INSERT OR IGNORE INTO queue (job_id, task, enqueued_at)
-                 SELECT job_id, 'clean', ?1 FROM transcripts
-                 WHERE kind = 'clean' AND status IN ('pending', 'processing')",
-                [now],
-            )?;
-            Ok::<_, rusqlite::Error>(a + b)
-        })?;
-        let waiting: i64 = self
-            .store
-            .with(|c| c.query_row("SELECT COUNT(*) FROM queue", [], |r| r.get(0)))?;
+        let n = self.store.requeue_unfinished(now)?;
+        let waiting = self.store.queue_len()?;
         tracing::info!(requeued = n, waiting, "work queue recovered");
         Ok(())
     }
 
     /// Starts `n` worker threads.
     pub fn start(self: &Arc<Self>, n: usize) -> Vec<std::thread::JoinHandle<()>> {
+        let tag = new_id().unwrap_or_else(|_| format!("{}", now_ms()));
         (0..n.max(1))
             .map(|i| {
                 let me = self.clone();
+                let worker = format!("{}-{}-{i}", std::process::id(), &tag[..tag.len().min(8)]);
                 std::thread::Builder::new()
                     .name(format!("worker-{i}"))
-                    .spawn(move || me.work())
+                    .spawn(move || me.work(&worker))
                     .unwrap_or_else(|e| panic!("could not start a worker thread: {e}"))
             })
             .collect()
     }
 
-    fn claim(&self) -> Option<Task> {
-        let mut claimed = self.queue.claimed.lock().ok()?;
-        let tasks: Vec<Task> = self
-            .store
-            .with(|c| {
-                let mut stmt =
-                    c.prepare_cached("SELECT seq, job_id, task FROM queue ORDER BY seq LIMIT 256")?;
-                let rows = stmt.query_map([], |r| {
-                    Ok(Task {
-                        seq: r.get(0)?,
-                        job_id: r.get(1)?,
-                        kind: r.get(2)?,
-                    })
-                })?;
-                rows.collect::<rusqlite::Result<Vec<_>>>()
-            })
-            .ok()?;
-        let task = tasks.into_iter().find(|t| !claimed.contains(&t.seq))?;
-        claimed.insert(task.seq);
-        Some(task)
-    }
-
-    fn work(&self) {
+    fn work(&self, worker: &str) {
         while !self.queue.stopped() {
             let seen = self.queue.epoch();
-            let Some(task) = self.claim() else {
-                self.queue.wait(seen, Duration::from_secs(1));
-                continue;
+            let task = match self.store.claim_task(worker, now_ms(), self.lease_ms) {
+                Ok(Some(task)) => task,
+                Ok(None) => {
+                    // Polling is the fallback for work enqueued by another process.
+                    self.queue.wait(seen, Duration::from_secs(1));
+                    continue;
+                }
+                Err(e) => {
+                    tracing::warn!("claiming work failed: {e}");
+                    self.queue.wait(seen, Duration::from_secs(1));
+                    continue;
+                }
             };
-            let outcome =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run(&task)));
-            let retry = match outcome {
+            let retry = self.run_leased(worker, &task);
+            if retry {
+                // Claimable again in 2 s, by this worker or any other.
+                let not_before = now_ms() + 2_000;
+                if let Err(e) = self.store.release_task(task.seq, worker, not_before) {
+                    tracing::warn!(job = %task.job_id, "releasing a task failed: {e}");
+                }
+            }
+        }
+    }
+
+    /// Runs a claimed task while a heartbeat keeps its lease; whether it should be retried.
+    fn run_leased(&self, worker: &str, task: &Task) -> bool {
+        let done = Mutex::new(false);
+        let cond = Condvar::new();
+        let period = Duration::from_millis((self.lease_ms / 3).max(1) as u64);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut finished = done.lock().unwrap_or_else(|p| p.into_inner());
+                loop {
+                    let (guard, _) = cond
+                        .wait_timeout(finished, period)
+                        .unwrap_or_else(|p| p.into_inner());
+                    finished = guard;
+                    if *finished {
+                        return;
+                    }
+                    let until = now_ms() + self.lease_ms;
+                    match self.store.extend_lease(task.seq, worker, until) {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            tracing::warn!(job = %task.job_id, "lost the lease of a task");
+                            return;
+                        }
+                        Err(e) => tracing::warn!(job = %task.job_id, "heartbeat failed: {e}"),
+                    }
+                }
+            });
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run(task)));
+            *done.lock().unwrap_or_else(|p| p.into_inner()) = true;
+            cond.notify_all();
+            match outcome {
                 Ok(Ok(())) => false,
                 Ok(Err(why)) => {
                     tracing::warn!(job = %task.job_id, task = %task.kind, "will retry: {why}");
@@ -223,19 +244,14 @@ impl Pipeline {
                 Err(_) => {
                     tracing::error!(job = %task.job_id, task = %task.kind, "step panicked; failing it");
                     let failed = if task.kind == "clean" {
-                        self.fail_clean(&task, "internal error")
+                        self.fail_clean(task, "internal error")
                     } else {
-                        self.fail_job(&task, "internal error while processing the job")
+                        self.fail_job(task, "internal error while processing the job")
                     };
                     failed.is_err()
                 }
-            };
-            self.queue.release(task.seq);
-            if retry {
-                let seen = self.queue.epoch();
-                self.queue.wait(seen, Duration::from_secs(2));
             }
-        }
+        })
     }
 
     /// Runs one task to its end; `Err` means "retry later".
@@ -248,10 +264,7 @@ impl Pipeline {
             };
         }
         loop {
-            let job = self
-                .store
-                .with(|c| load_job(c, &task.job_id))
-                .map_err(|e| e.to_string())?;
+            let job = self.store.job(&task.job_id).map_err(|e| e.to_string())?;
             let Some(job) = job else {
                 return self.finish(task);
             };
@@ -270,18 +283,15 @@ impl Pipeline {
 
     /// Removes a finished task's queue row.
     fn finish(&self, task: &Task) -> Result<(), String> {
-        self.store
-            .with(|c| c.execute("DELETE FROM queue WHERE seq = ?1", [task.seq]))
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+        self.store.finish_task(task.seq).map_err(|e| e.to_string())
     }
 
     fn transcribe(&self, job: &JobRow) -> Result<(), StepError> {
-        let billing = |e: rusqlite::Error| StepError::Retry(format!("billing: {e}"));
+        let billing = |e: StoreError| StepError::Retry(format!("billing: {e}"));
         let cents =
             crate::billing::required_cents(job.declared_seconds, job.price_cents_per_minute);
         self.store
-            .with_billing(|c| crate::billing::charge(c, &job.org_id, &job.id, cents))
+            .charge(&job.org_id, &job.id, cents)
             .map_err(billing)?;
         let settings = job_settings(job).map_err(StepError::Fail)?;
         let media = media_path(&self.data_dir, &job.id);
@@ -328,54 +338,26 @@ impl Pipeline {
         let measured =
             crate::billing::required_cents(probe.duration_seconds, job.price_cents_per_minute);
         self.store
-            .with_billing(|c| crate::billing::settle(c, &job.org_id, &job.id, measured))
+            .settle(&job.org_id, &job.id, measured)
             .map_err(billing)?;
         let transcript_id = new_id().map_err(|e| StepError::Retry(format!("random: {e}")))?;
         let stored = encode(&words);
-        self.store.with(|c| {
-            let tx = c.transaction()?;
-            let now = now_ms();
-            // A transcript an editor has changed (revision > 0) is kept: a re-run of recognition
-            // never overwrites human edits.
-            tx.execute(
-                "DELETE FROM transcripts WHERE job_id = ?1 AND kind = 'original' AND revision = 0",
-                [&job.id],
-            )?;
-            tx.execute(
-                "INSERT OR IGNORE INTO transcripts (id, job_id, seq, language, kind, label, status, words, created_at)
-                 VALUES (?1, ?2, 1, ?3, 'original', NULL, 'ready', ?4, ?5)",
-                params![transcript_id, job.id, language, stored, now],
-            )?;
-            tx.execute(
-                "UPDATE jobs SET status = 'formatting', language = ?1, measured_seconds = ?2,
-                    frame_num = ?3, frame_den = ?4, updated_at = ?5
-                 WHERE id = ?6 AND status = 'transcribing'",
-                params![
-                    language,
-                    probe.duration_seconds,
-                    frame_rate.num,
-                    frame_rate.den,
-                    now,
-                    job.id
-                ],
-            )?;
-            tx.commit()
-        })?;
+        let recognized = Recognized {
+            transcript_id,
+            language: language.clone(),
+            words: stored,
+            measured_seconds: probe.duration_seconds,
+            frame_num: frame_rate.num,
+            frame_den: frame_rate.den,
+        };
+        self.store.store_original(&job.id, &recognized, now_ms())?;
         tracing::info!(job = %job.id, words = words.len(), %language, "transcribed");
         Ok(())
     }
 
     fn format(&self, job: &JobRow, task: &Task) -> Result<(), StepError> {
         let settings = job_settings(job).map_err(StepError::Fail)?;
-        let original: Option<(String, String)> =
-            self.store.with(|c| {
-                c.query_row(
-                "SELECT language, words FROM transcripts WHERE job_id = ?1 AND kind = 'original'",
-                [&job.id],
-                |r| Ok((r.get(0)?, r.get::<_, Option<String>>(1)?.unwrap_or_default())),
-            )
-            .optional()
-            })?;
+        let original = self.store.original_words(&job.id)?;
         let Some((language, stored)) = original else {
             return Err(StepError::Fail("the transcript is missing".into()));
         };
@@ -407,26 +389,15 @@ impl Pipeline {
         });
         self.editor_media(job);
         let clean_id = new_id().map_err(|e| StepError::Retry(format!("random: {e}")))?;
-        self.store.with(|c| {
-            let tx = c.transaction()?;
-            let now = now_ms();
-            tx.execute(
-                "INSERT OR IGNORE INTO transcripts (id, job_id, seq, language, kind, label, status, created_at)
-                 VALUES (?1, ?2, 2, ?3, 'clean', ?4, 'pending', ?5)",
-                params![clean_id, job.id, language, CLEAN_LABEL, now],
-            )?;
-            tx.execute(
-                "INSERT OR IGNORE INTO queue (job_id, task, enqueued_at) VALUES (?1, 'clean', ?2)",
-                params![job.id, now],
-            )?;
-            tx.execute(
-                "UPDATE jobs SET status = 'ready', highlights = ?1, chapters = ?2, updated_at = ?3
-                 WHERE id = ?4 AND status = 'formatting'",
-                params![found_highlights, found_chapters, now, job.id],
-            )?;
-            tx.execute("DELETE FROM queue WHERE seq = ?1", [task.seq])?;
-            tx.commit()
-        })?;
+        let formatted = Formatted {
+            clean_id,
+            clean_label: CLEAN_LABEL.to_string(),
+            language,
+            highlights: found_highlights,
+            chapters: found_chapters,
+        };
+        self.store
+            .finish_formatting(&job.id, &formatted, task.seq, now_ms())?;
         self.queue.notify();
         tracing::info!(job = %job.id, cues = cues.len(), "ready");
         Ok(())
@@ -463,31 +434,16 @@ impl Pipeline {
     }
 
     fn clean(&self, task: &Task) -> Result<(), StepError> {
-        let row: Option<(String, String, String)> = self.store.with(|c| {
-            c.query_row(
-                "SELECT t.id, t.status, o.language || char(10) || COALESCE(o.words, '[]')
-                 FROM transcripts t JOIN transcripts o ON o.job_id = t.job_id AND o.kind = 'original'
-                 WHERE t.job_id = ?1 AND t.kind = 'clean'",
-                [&task.job_id],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .optional()
-        })?;
-        let Some((id, status, source)) = row else {
+        let Some(source) = self.store.clean_source(&task.job_id)? else {
             self.finish(task).map_err(StepError::Retry)?;
             return Ok(());
         };
-        if status == "ready" || status == "failed" {
+        if source.status == "ready" || source.status == "failed" {
             self.finish(task).map_err(StepError::Retry)?;
             return Ok(());
         }
-        self.store.with(|c| {
-            c.execute(
-                "UPDATE transcripts SET status = 'processing' WHERE id = ?1",
-                [&id],
-            )
-        })?;
-        let (language, stored) = source.split_once('\n').unwrap_or(("", "[]"));
+        self.store.mark_processing(&source.transcript_id)?;
+        let (language, stored) = (source.language.as_str(), source.words.as_str());
         let words = crate::words::decode(stored)
             .ok_or_else(|| StepError::Fail("the original transcript is unreadable".into()))?;
         let cleaned = clean_words(&words, language);
@@ -497,15 +453,8 @@ impl Pipeline {
             ));
         }
         let stored = encode(&cleaned);
-        self.store.with(|c| {
-            let tx = c.transaction()?;
-            tx.execute(
-                "UPDATE transcripts SET status = 'ready', words = ?1 WHERE id = ?2",
-                params![stored, id],
-            )?;
-            tx.execute("DELETE FROM queue WHERE seq = ?1", [task.seq])?;
-            tx.commit()
-        })?;
+        self.store
+            .finish_clean(&source.transcript_id, &stored, task.seq)?;
         tracing::info!(job = %task.job_id, "clean version ready");
         Ok(())
     }
@@ -515,49 +464,24 @@ impl Pipeline {
         // The log keeps the whole message; the transcript's `error` shows no server path.
         let why = crate::redact::message(why);
         self.store
-            .with(|c| {
-                let tx = c.transaction()?;
-                tx.execute(
-                    "UPDATE transcripts SET status = 'failed', error = ?1
-                     WHERE job_id = ?2 AND kind = 'clean'",
-                    params![why, task.job_id],
-                )?;
-                tx.execute("DELETE FROM queue WHERE seq = ?1", [task.seq])?;
-                tx.commit()
-            })
+            .fail_clean(&task.job_id, &why, task.seq)
             .map_err(|e| e.to_string())
     }
 
     /// Refunds the job in full, then marks it failed and drops its task.
     fn fail_job(&self, task: &Task, why: &str) -> Result<(), String> {
-        let job = self
-            .store
-            .with(|c| load_job(c, &task.job_id))
-            .map_err(|e| e.to_string())?;
+        let job = self.store.job(&task.job_id).map_err(|e| e.to_string())?;
         let Some(job) = job else {
             return self.finish(task);
         };
         self.store
-            .with_billing(|c| crate::billing::refund(c, &job.org_id, &job.id))
+            .refund(&job.org_id, &job.id)
             .map_err(|e| format!("billing: {e}"))?;
         tracing::warn!(job = %job.id, "job failed: {why}");
         // The log keeps the whole message; the job's `error` shows no server path.
         let why = crate::redact::message(why);
         self.store
-            .with(|c| {
-                let tx = c.transaction()?;
-                tx.execute(
-                    "UPDATE jobs SET status = 'failed', error = ?1, updated_at = ?2
-                     WHERE id = ?3 AND status IN ('transcribing', 'formatting')",
-                    params![why, now_ms(), job.id],
-                )?;
-                tx.execute(
-                    "UPDATE transcripts SET status = 'failed' WHERE job_id = ?1 AND status != 'ready'",
-                    [&job.id],
-                )?;
-                tx.execute("DELETE FROM queue WHERE seq = ?1", [task.seq])?;
-                tx.commit()
-            })
+            .fail_job(&job.id, &why, task.seq, now_ms())
             .map_err(|e| e.to_string())
     }
 }
@@ -580,4 +504,9 @@ pub fn editor_media_paths(data_dir: &std::path::Path, job_id: &str) -> (PathBuf,
         dir.join(format!("{job_id}.audio.webm")),
         dir.join(format!("{job_id}.peaks")),
     )
+}
+
+/// Where a job's media lives once uploaded.
+pub fn media_path(data_dir: &Path, job_id: &str) -> PathBuf {
+    data_dir.join("media").join(job_id)
 }

@@ -1,10 +1,9 @@
 //! The HTTP server: routing, authentication, the rate limit, response hygiene and graceful
-//! shutdown. Handlers live in one module per resource (`jobs`, `uploads`, `results`).
+//! shutdown. Handlers live in `crate::api` (one module per resource) and `crate::web`.
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -13,71 +12,18 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, ALLOW, CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
+use hyper::header::{HeaderValue, CACHE_CONTROL};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper::{HeaderMap, Method, Request, Response, StatusCode};
+use hyper::{HeaderMap, Method, Request, Response};
 use hyper_util::rt::TokioIo;
-use rusqlite::OptionalExtension;
-use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::db::Store;
-use crate::error::ApiError;
-use crate::pipeline::Queue;
-use crate::ratelimit::RateLimiter;
+use crate::http::error::ApiError;
+use crate::http::{admit, error_response, App, Body};
 use crate::util::{is_api_key_shape, sha256};
-
-/// The response body type of every handler.
-pub type Body = Full<Bytes>;
-
-/// The server's settings.
-#[derive(Debug, Clone)]
-pub struct Config {
-    /// The data directory: databases, media, the signing secret.
-    pub data_dir: PathBuf,
-    /// The address clients reach the server at, without a trailing slash; the API is at
-    /// `{public_url}/v1` and uploads at `{public_url}/upload/{jobId}`.
-    pub public_url: String,
-    /// Price of a minute of media, cents.
-    pub price_cents_per_minute: i64,
-}
-
-/// Shared state of the running server.
-pub struct App {
-    /// Settings.
-    pub config: Config,
-    /// The databases.
-    pub store: Arc<Store>,
-    /// The HMAC key of upload URLs.
-    pub secret: Vec<u8>,
-    /// Requests per rolling minute per key.
-    pub limiter: RateLimiter,
-    /// The work queue the workers wait on.
-    pub queue: Arc<Queue>,
-    /// The jobs whose upload is streaming (one PUT per job at a time).
-    pub uploads: crate::uploads::UploadClaims,
-}
-
-impl App {
-    /// Runs blocking database work off the async workers.
-    pub async fn db<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&Store) -> Result<T, ApiError> + Send + 'static,
-    ) -> Result<T, ApiError> {
-        let store = self.store.clone();
-        tokio::task::spawn_blocking(move || f(&store))
-            .await
-            .map_err(|e| ApiError::Internal(format!("blocking task: {e}")))?
-    }
-
-    /// `{public_url}/v1`.
-    pub fn api_base(&self) -> String {
-        format!("{}/v1", self.config.public_url)
-    }
-}
 
 /// The API's routes under `/v1`, as (method, path template). The router, the `Allow` header and
 /// the OpenAPI check all read this one table.
@@ -164,50 +110,6 @@ pub fn route<'a>(method: &str, path: &'a str) -> Result<Matched<'a>, ApiError> {
     }
 }
 
-/// A JSON response with `status`.
-pub fn json_response(status: u16, value: &Value) -> Response<Body> {
-    let body = serde_json::to_vec(value).unwrap_or_default();
-    let mut resp = Response::new(Full::new(Bytes::from(body)));
-    *resp.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
-    resp.headers_mut().insert(
-        CONTENT_TYPE,
-        HeaderValue::from_static("application/json; charset=utf-8"),
-    );
-    resp
-}
-
-/// The JSON error response of `e`, with `Retry-After` or `Allow` where the code calls for them.
-pub fn error_response(e: &ApiError) -> Response<Body> {
-    if let ApiError::Internal(why) = e {
-        tracing::error!("internal error: {why}");
-    }
-    let mut resp = json_response(e.status(), &e.body());
-    match e {
-        ApiError::RateLimited { retry_after } => {
-            resp.headers_mut()
-                .insert(RETRY_AFTER, HeaderValue::from(*retry_after));
-        }
-        ApiError::MethodNotAllowed { allow } => {
-            if let Ok(v) = HeaderValue::from_str(allow) {
-                resp.headers_mut().insert(ALLOW, v);
-            }
-        }
-        _ => {}
-    }
-    resp
-}
-
-/// Who is calling: the key and its organisation.
-#[derive(Debug, Clone)]
-pub struct Caller {
-    /// The API key's id.
-    pub key_id: String,
-    /// The key's organisation.
-    pub org_id: String,
-    /// The member who created the key.
-    pub member_id: String,
-}
-
 /// The SHA-256 of the bearer key of `headers`: `missing_api_key` / `malformed_api_key`. Pure, so
 /// it answers before any database work.
 fn bearer_key_hash(headers: &HeaderMap) -> Result<Vec<u8>, ApiError> {
@@ -229,34 +131,6 @@ fn bearer_key_hash(headers: &HeaderMap) -> Result<Vec<u8>, ApiError> {
     Ok(sha256(key.as_bytes()))
 }
 
-/// Finds the key whose hash is `key_hash` on `c`: `invalid_api_key` when it is unknown or revoked.
-/// Read on every request, so a revocation takes effect at once.
-pub fn find_key(c: &rusqlite::Connection, key_hash: &[u8]) -> Result<Caller, ApiError> {
-    let row: Option<(String, String, String, Option<i64>)> = c
-        .prepare_cached(
-            "SELECT id, org_id, member_id, revoked_at FROM api_keys WHERE key_hash = ?1",
-        )?
-        .query_row([key_hash], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-        })
-        .optional()?;
-    match row {
-        Some((key_id, org_id, member_id, None)) => Ok(Caller {
-            key_id,
-            org_id,
-            member_id,
-        }),
-        _ => Err(ApiError::InvalidApiKey),
-    }
-}
-
-/// Counts a request of `caller` against its key's rate limit: `rate_limited` when over it.
-pub fn admit(app: &App, caller: &Caller) -> Result<(), ApiError> {
-    app.limiter
-        .check(&caller.key_id)
-        .map_err(|retry_after| ApiError::RateLimited { retry_after })
-}
-
 async fn dispatch(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
@@ -267,45 +141,38 @@ async fn dispatch(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Body
     let matched = route(method.as_str(), &path)?;
     let id = matched.id.map(str::to_string);
     if matched.upload {
-        return crate::uploads::put(app, req, id.unwrap_or_default(), &query).await;
+        return crate::api::uploads::put(app, req, id.unwrap_or_default(), &query).await;
     }
     if PUBLIC_ROUTES.contains(&matched.template) {
-        return Ok(openapi_response());
+        return Ok(crate::api::openapi::openapi_response());
     }
     let key_hash = bearer_key_hash(req.headers())?;
     if (&method, matched.template) == (&Method::GET, "/jobs/{jobId}") {
         // The polling hot path: key lookup, rate limit and job load in one database trip.
-        return crate::jobs::get(app, key_hash, id.unwrap_or_default()).await;
+        return crate::api::jobs::get(app, key_hash, id.unwrap_or_default()).await;
     }
     let caller = app
-        .db(move |store| store.with(|c| find_key(c, &key_hash)))
+        .db(move |store| store.find_key(&key_hash)?.ok_or(ApiError::InvalidApiKey))
         .await?;
     admit(&app, &caller)?;
     match (method, matched.template) {
-        (Method::POST, "/jobs") => crate::jobs::create(app, caller, req).await,
+        (Method::POST, "/jobs") => crate::api::jobs::create(app, caller, req).await,
         (Method::GET, "/jobs/{jobId}/transcript") => {
-            crate::results::transcript(app, caller, id.unwrap_or_default(), &query, req.headers())
-                .await
+            crate::api::results::transcript(
+                app,
+                caller,
+                id.unwrap_or_default(),
+                &query,
+                req.headers(),
+            )
+            .await
         }
         (Method::GET, "/jobs/{jobId}/subtitles") => {
-            crate::results::subtitles(app, caller, id.unwrap_or_default(), &query).await
+            crate::api::results::subtitles(app, caller, id.unwrap_or_default(), &query).await
         }
         _ => Err(ApiError::NotFound),
     }
 }
-
-/// The OpenAPI document, served as written.
-fn openapi_response() -> Response<Body> {
-    let mut resp = Response::new(Full::new(Bytes::from_static(OPENAPI.as_bytes())));
-    resp.headers_mut().insert(
-        CONTENT_TYPE,
-        HeaderValue::from_static("application/json; charset=utf-8"),
-    );
-    resp
-}
-
-/// The contract as OpenAPI 3.1.
-pub const OPENAPI: &str = include_str!("../openapi.json");
 
 /// Answers one request: every response, error or not, carries `Cache-Control: no-store`.
 ///
@@ -413,7 +280,7 @@ pub async fn run(listener: TcpListener, app: Arc<App>, shutdown: impl Future<Out
                 // still answered, then the refusal.
                 .half_close(true)
                 .max_buf_size(1 << 20)
-                .serve_connection(TokioIo::new(crate::front::Front::new(stream)), svc);
+                .serve_connection(TokioIo::new(crate::http::front::Front::new(stream)), svc);
             tokio::pin!(conn);
             tokio::select! {
                 _ = conn.as_mut() => {}
@@ -437,6 +304,11 @@ pub async fn run(listener: TcpListener, app: Arc<App>, shutdown: impl Future<Out
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::openapi::{openapi_response, OPENAPI};
+    use crate::http::json_response;
+    use hyper::header::CONTENT_TYPE;
+    use hyper::StatusCode;
+    use serde_json::Value;
     use std::collections::{BTreeMap, BTreeSet};
 
     fn openapi() -> Value {

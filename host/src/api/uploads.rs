@@ -25,9 +25,11 @@ use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use hyper::{Request, Response};
 use std::io::Write;
 
-use crate::error::ApiError;
-use crate::jobs::{job_json, load_job, load_transcripts, signature_mac, JobRow};
-use crate::server::{json_response, App, Body};
+use crate::api::jobs::{job_json, signature_mac};
+use crate::http::error::ApiError;
+use crate::http::{json_response, App, Body};
+use crate::pipeline::{media_path, UploadError};
+use crate::store::{JobRow, Store};
 use crate::util::{hex, is_id, now_ms, parse_query, random_bytes};
 
 /// How long an upload may go without a byte arriving.
@@ -88,11 +90,6 @@ impl Drop for UploadClaim {
     }
 }
 
-/// Where a job's media lives once uploaded.
-pub fn media_path(data_dir: &Path, job_id: &str) -> PathBuf {
-    data_dir.join("media").join(job_id)
-}
-
 fn decode_hex(s: &str) -> Option<Vec<u8>> {
     s.as_bytes()
         .chunks(2)
@@ -111,33 +108,15 @@ fn same_type(a: &str, b: &str) -> bool {
     a.trim().eq_ignore_ascii_case(b.trim())
 }
 
-/// Moves a job whose media is in place to `transcribing`: charge (idempotent), then the
-/// transition and its queue row in one transaction. Returns false when the job was no longer
-/// uploading.
-pub fn complete_upload(store: &crate::db::Store, job: &JobRow) -> Result<bool, ApiError> {
-    let cents = crate::billing::required_cents(job.declared_seconds, job.price_cents_per_minute);
-    store
-        .with_billing(|c| crate::billing::charge(c, &job.org_id, &job.id, cents))
-        .map_err(|e| {
+/// Moves a job whose media is in place to `transcribing` ([`crate::pipeline::accept_upload`]):
+/// 503 `billing_unavailable` when the ledger cannot be written.
+pub fn complete_upload(store: &dyn Store, job: &JobRow) -> Result<bool, ApiError> {
+    crate::pipeline::accept_upload(store, job).map_err(|e| match e {
+        UploadError::Billing(e) => {
             tracing::warn!("billing unavailable while charging {}: {e}", job.id);
             ApiError::BillingUnavailable
-        })?;
-    store.with(|c| {
-        let tx = c.transaction()?;
-        let now = now_ms();
-        let n = tx.execute(
-            "UPDATE jobs SET status = 'transcribing', uploaded_at = ?1, updated_at = ?1
-             WHERE id = ?2 AND status = 'uploading'",
-            rusqlite::params![now, job.id],
-        )?;
-        if n == 1 {
-            tx.execute(
-                "INSERT OR IGNORE INTO queue (job_id, task, enqueued_at) VALUES (?1, 'job', ?2)",
-                rusqlite::params![job.id, now],
-            )?;
         }
-        tx.commit()?;
-        Ok(n == 1)
+        UploadError::Store(e) => ApiError::from(e),
     })
 }
 
@@ -162,7 +141,7 @@ pub async fn put(
     }
     let lookup = id.clone();
     let job = app
-        .db(move |store| store.with(|c| Ok(load_job(c, &lookup)?)))
+        .db(move |store| Ok(store.job(&lookup)?))
         .await?
         .ok_or(ApiError::JobNotFound)?;
     let expires: i64 = expires
@@ -216,7 +195,7 @@ pub async fn put(
         .ok_or(ApiError::UploadInProgress)?;
     let lookup = job.id.clone();
     let still_uploading = app
-        .db(move |store| store.with(|c| Ok(load_job(c, &lookup)?)))
+        .db(move |store| Ok(store.job(&lookup)?))
         .await?
         .is_some_and(|j| j.status == "uploading");
     if !still_uploading {
@@ -236,18 +215,17 @@ pub async fn put(
         .map_err(|e| ApiError::Internal(format!("moving the upload into place: {e}")))?;
     claim.tmp = None;
     let job_for_db = job.clone();
+    let data_dir = app.config.data_dir.clone();
     let done = app
         .db(move |store| {
             let moved = complete_upload(store, &job_for_db);
             if let Err(ApiError::BillingUnavailable) = moved {
                 // Not charged, so not accepted: the client retries the same URL later.
-                let _ = std::fs::remove_file(media_path(&store_data_dir(store), &job_for_db.id));
+                let _ = std::fs::remove_file(media_path(&data_dir, &job_for_db.id));
             }
             let moved = moved?;
-            let job = store
-                .with(|c| Ok::<_, ApiError>(load_job(c, &job_for_db.id)?))?
-                .ok_or(ApiError::JobNotFound)?;
-            let transcripts = store.with(|c| Ok::<_, ApiError>(load_transcripts(c, &job.id)?))?;
+            let job = store.job(&job_for_db.id)?.ok_or(ApiError::JobNotFound)?;
+            let transcripts = store.transcripts(&job.id)?;
             Ok((moved, job, transcripts))
         })
         .await?;
@@ -259,10 +237,6 @@ pub async fn put(
     app.queue.notify();
     tracing::info!(job = %job.id, bytes = expected, "upload complete");
     Ok(json_response(200, &job_json(&app, &job, &transcripts)))
-}
-
-fn store_data_dir(store: &crate::db::Store) -> PathBuf {
-    store.data_dir().to_path_buf()
 }
 
 /// Chunks in flight between the network and the disk writer: with hyper's 1 MiB read buffer this

@@ -18,9 +18,10 @@ use hyper::header::{HeaderValue, CONTENT_DISPOSITION, CONTENT_TYPE};
 use hyper::{HeaderMap, Response};
 use serde_json::{json, Value};
 
-use crate::error::ApiError;
-use crate::jobs::{load_org_job, load_transcripts, JobRow, TranscriptRow};
-use crate::server::{json_response, App, Body, Caller};
+use crate::api::jobs::{load_org_job, transcript_json};
+use crate::http::error::ApiError;
+use crate::http::{json_response, App, Body, Caller};
+use crate::store::{JobRow, TranscriptRow};
 use crate::util::{is_id, parse_query, percent_encode};
 use crate::words::seconds;
 
@@ -86,44 +87,40 @@ fn select<'a>(list: &'a [TranscriptRow], sel: &Selector) -> Option<&'a Transcrip
 
 async fn load(app: &App, caller: Caller, id: String, sel: Selector) -> Result<Loaded, ApiError> {
     app.db(move |store| {
-        store.with(|c| {
-            let job = load_org_job(c, &caller.org_id, &id)?;
-            match job.status.as_str() {
-                "ready" => {}
-                "failed" => return Err(ApiError::JobFailed),
-                other => {
-                    return Err(ApiError::JobNotReady {
-                        status: other.to_string(),
-                    })
-                }
+        let job = load_org_job(store, &caller.org_id, &id)?;
+        match job.status.as_str() {
+            "ready" => {}
+            "failed" => return Err(ApiError::JobFailed),
+            other => {
+                return Err(ApiError::JobNotReady {
+                    status: other.to_string(),
+                })
             }
-            let list = load_transcripts(c, &id)?;
-            let Some(transcript) = select(&list, &sel).cloned() else {
-                return Err(ApiError::TranscriptNotFound {
-                    transcripts: list.iter().map(TranscriptRow::to_json).collect(),
-                });
-            };
-            match transcript.status.as_str() {
-                "ready" => {}
-                "failed" => return Err(ApiError::TranscriptFailed),
-                other => {
-                    return Err(ApiError::TranscriptNotReady {
-                        status: other.to_string(),
-                    })
-                }
+        }
+        let list = store.transcripts(&id)?;
+        let Some(transcript) = select(&list, &sel).cloned() else {
+            return Err(ApiError::TranscriptNotFound {
+                transcripts: list.iter().map(transcript_json).collect(),
+            });
+        };
+        match transcript.status.as_str() {
+            "ready" => {}
+            "failed" => return Err(ApiError::TranscriptFailed),
+            other => {
+                return Err(ApiError::TranscriptNotReady {
+                    status: other.to_string(),
+                })
             }
-            let stored: Option<String> = c.query_row(
-                "SELECT words FROM transcripts WHERE id = ?1",
-                [&transcript.id],
-                |r| r.get(0),
-            )?;
-            let words = crate::words::decode(stored.as_deref().unwrap_or("[]"))
-                .ok_or_else(|| ApiError::Internal(format!("words of {}", transcript.id)))?;
-            Ok(Loaded {
-                job,
-                transcript,
-                words,
-            })
+        }
+        let stored = store
+            .transcript_words(&id, Some(&transcript.id))?
+            .map(|s| s.words);
+        let words = crate::words::decode(stored.as_deref().unwrap_or("[]"))
+            .ok_or_else(|| ApiError::Internal(format!("words of {}", transcript.id)))?;
+        Ok(Loaded {
+            job,
+            transcript,
+            words,
         })
     })
     .await
@@ -242,7 +239,7 @@ pub async fn transcript(
     let (kept, truncated) = truncate_cues(&cues, max_chars);
     let body = json!({
         "jobId": loaded.job.id,
-        "transcript": loaded.transcript.to_json(),
+        "transcript": transcript_json(&loaded.transcript),
         "truncated": truncated,
         "cueCount": cues.len(),
         "cues": cues.iter().take(kept).map(cue_json).collect::<Vec<_>>(),

@@ -15,11 +15,11 @@ use cuecraft_engine::{FieldError, PartialSettings};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::{Request, Response};
-use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::{json, Map, Value};
 
-use crate::error::ApiError;
-use crate::server::{json_response, App, Body, Caller};
+use crate::http::error::ApiError;
+use crate::http::{json_response, App, Body, Caller};
+use crate::store::{JobRow, NewJob, Store, TranscriptRow};
 use crate::util::{is_id, new_id, now_ms, rfc3339};
 
 /// Largest accepted creation body: a maximal valid request (1000 vocabulary terms of 100
@@ -290,110 +290,23 @@ pub fn signature_mac(
     mac
 }
 
-/// The job as stored, as the handlers need it.
-#[derive(Debug, Clone)]
-pub struct JobRow {
-    pub id: String,
-    pub org_id: String,
-    pub name: String,
-    pub filename: String,
-    pub content_type: String,
-    pub size_bytes: i64,
-    pub declared_seconds: f64,
-    pub measured_seconds: Option<f64>,
-    pub price_cents_per_minute: i64,
-    pub settings: String,
-    pub status: String,
-    pub error: Option<String>,
-    pub language: String,
-    pub frame_num: Option<u32>,
-    pub frame_den: Option<u32>,
-    pub upload_expires_at: i64,
-    pub created_at: i64,
-    pub updated_at: i64,
-}
-
-/// A transcript's listing (no words).
-#[derive(Debug, Clone)]
-pub struct TranscriptRow {
-    pub id: String,
-    pub language: String,
-    pub kind: String,
-    pub label: Option<String>,
-    pub status: String,
-}
-
-impl TranscriptRow {
-    /// The contract's Transcript object.
-    pub fn to_json(&self) -> Value {
-        json!({
-            "id": self.id,
-            "language": self.language,
-            "kind": self.kind,
-            "label": self.label,
-            "status": self.status,
-        })
-    }
-}
-
-const JOB_COLUMNS: &str = "id, org_id, name, filename, content_type, size_bytes, declared_seconds,
-    measured_seconds, price_cents_per_minute, settings, status, error, language, frame_num,
-    frame_den, upload_expires_at, created_at, updated_at";
-
-fn job_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<JobRow> {
-    Ok(JobRow {
-        id: r.get(0)?,
-        org_id: r.get(1)?,
-        name: r.get(2)?,
-        filename: r.get(3)?,
-        content_type: r.get(4)?,
-        size_bytes: r.get(5)?,
-        declared_seconds: r.get(6)?,
-        measured_seconds: r.get(7)?,
-        price_cents_per_minute: r.get(8)?,
-        settings: r.get(9)?,
-        status: r.get(10)?,
-        error: r.get(11)?,
-        language: r.get(12)?,
-        frame_num: r.get(13)?,
-        frame_den: r.get(14)?,
-        upload_expires_at: r.get(15)?,
-        created_at: r.get(16)?,
-        updated_at: r.get(17)?,
+/// The contract's Transcript object.
+pub fn transcript_json(t: &TranscriptRow) -> Value {
+    json!({
+        "id": t.id,
+        "language": t.language,
+        "kind": t.kind,
+        "label": t.label,
+        "status": t.status,
     })
 }
 
-/// Loads a job by id, whatever its organisation.
-pub fn load_job(c: &Connection, id: &str) -> rusqlite::Result<Option<JobRow>> {
-    c.prepare_cached(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?1"))?
-        .query_row([id], job_from_row)
-        .optional()
-}
-
 /// Loads a job of `org_id`: another organisation's job is `job_not_found`.
-pub fn load_org_job(c: &Connection, org_id: &str, id: &str) -> Result<JobRow, ApiError> {
-    match load_job(c, id)? {
+pub fn load_org_job(store: &dyn Store, org_id: &str, id: &str) -> Result<JobRow, ApiError> {
+    match store.job(id)? {
         Some(job) if job.org_id == org_id => Ok(job),
         _ => Err(ApiError::JobNotFound),
     }
-}
-
-/// The job's transcripts: the original first, then the others oldest first.
-pub fn load_transcripts(c: &Connection, job_id: &str) -> rusqlite::Result<Vec<TranscriptRow>> {
-    let mut stmt = c.prepare_cached(
-        "SELECT id, language, kind, label, status FROM transcripts WHERE job_id = ?1
-         ORDER BY kind != 'original', seq",
-    )?;
-    let rows = stmt.query_map([job_id], |r| {
-        Ok(TranscriptRow {
-            id: r.get(0)?,
-            language: r.get(1)?,
-            kind: r.get(2)?,
-            label: r.get(3)?,
-            status: r.get(4)?,
-        })
-    })?;
-    rows.collect()
 }
 
 /// The links of a job.
@@ -433,7 +346,7 @@ pub fn job_json(app: &App, job: &JobRow, transcripts: &[TranscriptRow]) -> Value
     m.insert("language".into(), json!(job.language));
     m.insert(
         "transcripts".into(),
-        Value::Array(transcripts.iter().map(TranscriptRow::to_json).collect()),
+        Value::Array(transcripts.iter().map(transcript_json).collect()),
     );
     m.insert("editorUrl".into(), json!(editor_url(app, &job.id)));
     m.insert("links".into(), links(app, &job.id));
@@ -448,16 +361,14 @@ pub async fn get(app: Arc<App>, key_hash: Vec<u8>, id: String) -> Result<Respons
     let state = app.clone();
     let (job, transcripts) = app
         .db(move |store| {
-            store.with(|c| {
-                let caller = crate::server::find_key(c, &key_hash)?;
-                crate::server::admit(&state, &caller)?;
-                if !is_id(&id) {
-                    return Err(ApiError::InvalidJobId);
-                }
-                let job = load_org_job(c, &caller.org_id, &id)?;
-                let t = load_transcripts(c, &id)?;
-                Ok((job, t))
-            })
+            let caller = store.find_key(&key_hash)?.ok_or(ApiError::InvalidApiKey)?;
+            crate::http::admit(&state, &caller)?;
+            if !is_id(&id) {
+                return Err(ApiError::InvalidJobId);
+            }
+            let job = load_org_job(store, &caller.org_id, &id)?;
+            let t = store.transcripts(&id)?;
+            Ok((job, t))
         })
         .await?;
     Ok(json_response(200, &job_json(&app, &job, &transcripts)))
@@ -470,12 +381,8 @@ struct Prepared {
 }
 
 /// The organisation's plan limits.
-fn plan_check(c: &Connection, org_id: &str, req: &CreateRequest) -> Result<(), ApiError> {
-    let (max_bytes, max_seconds): (i64, f64) = c.query_row(
-        "SELECT max_bytes, max_seconds FROM orgs WHERE id = ?1",
-        [org_id],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )?;
+fn plan_check(store: &dyn Store, org_id: &str, req: &CreateRequest) -> Result<(), ApiError> {
+    let (max_bytes, max_seconds) = store.plan_limits(org_id)?;
     if req.size_bytes as i64 > max_bytes {
         return Err(ApiError::PlanLimitExceeded {
             details: json!({
@@ -501,23 +408,11 @@ fn plan_check(c: &Connection, org_id: &str, req: &CreateRequest) -> Result<(), A
 
 /// The platform's monthly quota: declared bytes of this month's jobs that were uploaded or still
 /// may be (their URL has not expired), plus this request.
-fn quota_check(c: &Connection, req: &CreateRequest, now: i64) -> Result<(), ApiError> {
-    let quota: Option<i64> = c
-        .query_row(
-            "SELECT value FROM platform WHERE key = 'monthly_bytes'",
-            [],
-            |r| r.get(0),
-        )
-        .optional()?;
-    let Some(quota) = quota else {
+fn quota_check(store: &dyn Store, req: &CreateRequest, now: i64) -> Result<(), ApiError> {
+    let Some(quota) = store.monthly_quota()? else {
         return Ok(());
     };
-    let used: i64 = c.query_row(
-        "SELECT COALESCE(SUM(size_bytes), 0) FROM jobs
-         WHERE created_at >= ?1 AND (status != 'uploading' OR upload_expires_at > ?2)",
-        params![crate::util::month_start_ms(now), now],
-        |r| r.get(0),
-    )?;
+    let used = store.bytes_this_month(crate::util::month_start_ms(now), now)?;
     if used.saturating_add(req.size_bytes as i64) > quota {
         return Err(ApiError::PlatformQuotaReached);
     }
@@ -526,57 +421,29 @@ fn quota_check(c: &Connection, req: &CreateRequest, now: i64) -> Result<(), ApiE
 
 /// The job's owner: the key's creator while an active member, else the longest-standing active
 /// owner of the organisation.
-fn owner_of(c: &Connection, caller: &Caller) -> Result<String, ApiError> {
-    let creator: Option<String> = c
-        .query_row(
-            "SELECT id FROM members WHERE id = ?1 AND org_id = ?2 AND left_at IS NULL",
-            [&caller.member_id, &caller.org_id],
-            |r| r.get(0),
-        )
-        .optional()?;
-    if let Some(id) = creator {
-        return Ok(id);
-    }
-    let owner: Option<String> = c
-        .query_row(
-            "SELECT id FROM members WHERE org_id = ?1 AND role = 'owner' AND left_at IS NULL
-             ORDER BY joined_at, id LIMIT 1",
-            [&caller.org_id],
-            |r| r.get(0),
-        )
-        .optional()?;
-    owner.ok_or(ApiError::NoActiveOwner)
+fn owner_of(store: &dyn Store, caller: &Caller) -> Result<String, ApiError> {
+    store
+        .job_owner(&caller.org_id, &caller.member_id)?
+        .ok_or(ApiError::NoActiveOwner)
 }
 
 fn prepare(
-    c: &Connection,
+    store: &dyn Store,
     caller: &Caller,
     req: &CreateRequest,
     now: i64,
 ) -> Result<Prepared, ApiError> {
     if let Some(folder) = &req.folder_id {
-        let found: Option<String> = c
-            .query_row(
-                "SELECT id FROM folders WHERE id = ?1 AND org_id = ?2",
-                [folder, &caller.org_id],
-                |r| r.get(0),
-            )
-            .optional()?;
-        if found.is_none() {
+        if !store.folder_in_org(&caller.org_id, folder)? {
             return Err(ApiError::FolderNotFound);
         }
     }
     let preset = match &req.preset_id {
         None => PartialSettings::default(),
         Some(preset) => {
-            let stored: Option<String> = c
-                .query_row(
-                    "SELECT settings FROM presets WHERE id = ?1 AND org_id = ?2",
-                    [preset, &caller.org_id],
-                    |r| r.get(0),
-                )
-                .optional()?;
-            let stored = stored.ok_or(ApiError::PresetNotFound)?;
+            let stored = store
+                .preset_settings(&caller.org_id, preset)?
+                .ok_or(ApiError::PresetNotFound)?;
             let value: Value = serde_json::from_str(&stored)
                 .map_err(|e| ApiError::Internal(format!("preset {preset}: {e}")))?;
             PartialSettings::from_json(&value, "settings").map_err(|_| {
@@ -589,9 +456,9 @@ fn prepare(
     if !combined.is_empty() {
         return Err(ApiError::InvalidRequest(combined));
     }
-    let owner = owner_of(c, caller)?;
-    plan_check(c, &caller.org_id, req)?;
-    quota_check(c, req, now)?;
+    let owner = owner_of(store, caller)?;
+    plan_check(store, &caller.org_id, req)?;
+    quota_check(store, req, now)?;
     Ok(Prepared { settings, owner })
 }
 
@@ -624,14 +491,12 @@ pub async fn create(
     let (job, url, expires_at) = app
         .db(move |store| {
             let now = now_ms();
-            let prepared = store.with(|c| prepare(c, &caller, &request, now))?;
+            let prepared = prepare(store, &caller, &request, now)?;
             let required = crate::billing::required_cents(request.duration_seconds, price);
-            let available = store
-                .with_billing(|c| crate::billing::balance(c, &caller.org_id))
-                .map_err(|e| {
-                    tracing::warn!("billing unavailable: {e}");
-                    ApiError::BillingUnavailable
-                })?;
+            let available = store.balance(&caller.org_id).map_err(|e| {
+                tracing::warn!("billing unavailable: {e}");
+                ApiError::BillingUnavailable
+            })?;
             if available < required {
                 return Err(ApiError::InsufficientCredits {
                     required_cents: required,
@@ -641,38 +506,33 @@ pub async fn create(
             let id = new_id().map_err(|e| ApiError::Internal(format!("random: {e}")))?;
             let expires_at = now + UPLOAD_LIFETIME_MS;
             let language = prepared.settings.resolve().language;
-            store.with(|c| {
-                c.execute(
-                    "INSERT INTO jobs (id, org_id, owner_member_id, api_key_id, folder_id, preset_id,
-                        name, filename, content_type, size_bytes, declared_seconds,
-                        price_cents_per_minute, settings, status, language, upload_expires_at,
-                        created_at, updated_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 'uploading',
-                        ?14, ?15, ?16, ?16)",
-                    params![
-                        id,
-                        caller.org_id,
-                        prepared.owner,
-                        caller.key_id,
-                        request.folder_id,
-                        request.preset_id,
-                        request.name,
-                        request.filename,
-                        request.content_type,
-                        request.size_bytes as i64,
-                        request.duration_seconds,
-                        price,
-                        prepared.settings.to_json().to_string(),
-                        language,
-                        expires_at,
-                        now,
-                    ],
-                )?;
-                Ok::<_, ApiError>(())
+            store.insert_job(&NewJob {
+                id: id.clone(),
+                org_id: caller.org_id.clone(),
+                owner_member_id: prepared.owner,
+                api_key_id: caller.key_id.clone(),
+                folder_id: request.folder_id.clone(),
+                preset_id: request.preset_id.clone(),
+                name: request.name.clone(),
+                filename: request.filename.clone(),
+                content_type: request.content_type.clone(),
+                size_bytes: request.size_bytes as i64,
+                declared_seconds: request.duration_seconds,
+                price_cents_per_minute: price,
+                settings: prepared.settings.to_json().to_string(),
+                language,
+                upload_expires_at: expires_at,
+                created_at: now,
             })?;
-            let job = store.with(|c| load_org_job(c, &caller.org_id, &id))?;
+            let job = load_org_job(store, &caller.org_id, &id)?;
             let expires = expires_at.div_euclid(1000);
-            let sig = upload_signature(&secret, &id, expires, &job.content_type, job.size_bytes as u64);
+            let sig = upload_signature(
+                &secret,
+                &id,
+                expires,
+                &job.content_type,
+                job.size_bytes as u64,
+            );
             Ok((job, (expires, sig), expires_at))
         })
         .await?;

@@ -22,7 +22,7 @@ use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 /// Largest request head read, bytes.
 pub const MAX_HEAD: usize = 64 * 1024;

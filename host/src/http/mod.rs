@@ -1,0 +1,112 @@
+//! The HTTP side shared by the router and the handlers: the application state (`App`), the body
+//! type, the caller, JSON responses. The router (`server`) imports the handlers (`crate::api`,
+//! `crate::web`), and they import this module: the dependency points down only.
+
+pub mod error;
+pub mod front;
+pub mod ratelimit;
+pub mod server;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::header::{HeaderValue, ALLOW, CONTENT_TYPE, RETRY_AFTER};
+use hyper::{Response, StatusCode};
+use serde_json::Value;
+
+use crate::http::error::ApiError;
+use crate::http::ratelimit::RateLimiter;
+use crate::pipeline::Queue;
+pub use crate::store::Caller;
+use crate::store::Store;
+
+/// The response body type of every handler.
+pub type Body = Full<Bytes>;
+
+/// The server's settings.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The data directory: databases, media, the signing secret.
+    pub data_dir: PathBuf,
+    /// The address clients reach the server at, without a trailing slash; the API is at
+    /// `{public_url}/v1` and uploads at `{public_url}/upload/{jobId}`.
+    pub public_url: String,
+    /// Price of a minute of media, cents.
+    pub price_cents_per_minute: i64,
+}
+
+/// Shared state of the running server.
+pub struct App {
+    /// Settings.
+    pub config: Config,
+    /// The databases.
+    pub store: Arc<dyn Store>,
+    /// The HMAC key of upload URLs.
+    pub secret: Vec<u8>,
+    /// Requests per rolling minute per key.
+    pub limiter: RateLimiter,
+    /// The work queue the workers wait on.
+    pub queue: Arc<Queue>,
+    /// The jobs whose upload is streaming (one PUT per job at a time).
+    pub uploads: crate::api::uploads::UploadClaims,
+}
+
+impl App {
+    /// Runs blocking database work off the async workers.
+    pub async fn db<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&dyn Store) -> Result<T, ApiError> + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || f(store.as_ref()))
+            .await
+            .map_err(|e| ApiError::Internal(format!("blocking task: {e}")))?
+    }
+
+    /// `{public_url}/v1`.
+    pub fn api_base(&self) -> String {
+        format!("{}/v1", self.config.public_url)
+    }
+}
+
+/// A JSON response with `status`.
+pub fn json_response(status: u16, value: &Value) -> Response<Body> {
+    let body = serde_json::to_vec(value).unwrap_or_default();
+    let mut resp = Response::new(Full::new(Bytes::from(body)));
+    *resp.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+    resp.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("application/json; charset=utf-8"),
+    );
+    resp
+}
+
+/// The JSON error response of `e`, with `Retry-After` or `Allow` where the code calls for them.
+pub fn error_response(e: &ApiError) -> Response<Body> {
+    if let ApiError::Internal(why) = e {
+        tracing::error!("internal error: {why}");
+    }
+    let mut resp = json_response(e.status(), &e.body());
+    match e {
+        ApiError::RateLimited { retry_after } => {
+            resp.headers_mut()
+                .insert(RETRY_AFTER, HeaderValue::from(*retry_after));
+        }
+        ApiError::MethodNotAllowed { allow } => {
+            if let Ok(v) = HeaderValue::from_str(allow) {
+                resp.headers_mut().insert(ALLOW, v);
+            }
+        }
+        _ => {}
+    }
+    resp
+}
+
+/// Counts a request of `caller` against its key's rate limit: `rate_limited` when over it.
+pub fn admit(app: &App, caller: &Caller) -> Result<(), ApiError> {
+    app.limiter
+        .check(&caller.key_id)
+        .map_err(|retry_after| ApiError::RateLimited { retry_after })
+}

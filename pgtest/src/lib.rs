@@ -1,0 +1,313 @@
+//! Throwaway PostgreSQL for tests: one cluster per test binary, one fresh database per test.
+//!
+//! The first call of [`cluster`] in a test binary runs `initdb` in a new temporary directory and
+//! starts the server with `pg_ctl` on a Unix socket in that directory (`listen_addresses=''`: no
+//! TCP port is opened, so runs never collide), then migrates a template database with the
+//! caller's migrations. Every [`Cluster::fresh_db`] is `CREATE DATABASE ... TEMPLATE` of it
+//! (about 0.1 s), so each test starts from the migrated schema and nothing else.
+//!
+//! Nothing outlives the test binary: a watchdog shell started beside the server reads a pipe
+//! whose only writer is this process. When the process ends, however it ends (a normal exit, a
+//! panic, `kill -9`), the pipe closes, and the watchdog stops the server (`pg_ctl stop -m
+//! immediate`) and removes the directory. A static is never dropped at exit, so a `Drop` guard
+//! alone could not do this, and `PR_SET_PDEATHSIG` fires when the *thread* that spawned the child
+//! ends, which for a test is the end of that test, not of the binary.
+//!
+//! Run as root (as CI and the development machines do), `initdb`, `pg_ctl` and the server run
+//! as the `postgres` user through `runuser`, since PostgreSQL refuses to run as root; as any other
+//! user they run as that user. The binaries are found in `$CUECRAFT_PG_BIN`, else the newest
+//! `/usr/lib/postgresql/*/bin` (Debian's `postgresql` package, installed by `scripts/setup`),
+//! else on `PATH`.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+/// The port number names the socket file (`.s.PGSQL.5432`); with no TCP listener it is private
+/// to the cluster's directory.
+const PORT: u16 = 5432;
+/// The migrated template every test database is copied from.
+const TEMPLATE: &str = "cuecraft_template";
+
+/// A running cluster of this test binary.
+pub struct Cluster {
+    dir: PathBuf,
+    next: AtomicU64,
+    /// The watchdog, holding the write end of its pipe (its stdin): closed only when the
+    /// process ends. Never waited for: it outlives the process on purpose.
+    _watchdog: Mutex<Child>,
+}
+
+/// A database of its own for one test, dropped (with its connections) when this is dropped.
+pub struct TestDb {
+    /// `postgres://` URL of the database, for the store and for `cuecraft --store`.
+    pub url: String,
+    /// The database name.
+    pub name: String,
+    cluster: &'static Cluster,
+}
+
+static CLUSTER: OnceLock<Cluster> = OnceLock::new();
+
+/// The test binary's cluster, started on first use with a template database prepared by
+/// `migrate(url)` (the store's own migrations). Later calls return the same cluster and ignore
+/// `migrate`. Panics with the server's log when PostgreSQL cannot be started.
+pub fn cluster(migrate: impl FnOnce(&str) -> Result<(), String>) -> &'static Cluster {
+    CLUSTER.get_or_init(|| {
+        let cluster = Cluster::start();
+        cluster.admin_sql(&format!("CREATE DATABASE {TEMPLATE}"));
+        if let Err(e) = migrate(&cluster.url(TEMPLATE)) {
+            panic!("migrating the template database failed: {e}");
+        }
+        cluster
+    })
+}
+
+/// A fresh, migrated database in the test binary's cluster.
+pub fn fresh_db(migrate: impl FnOnce(&str) -> Result<(), String>) -> TestDb {
+    cluster(migrate).fresh_db()
+}
+
+fn bin_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CUECRAFT_PG_BIN") {
+        return PathBuf::from(dir);
+    }
+    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let v = e.file_name().to_str()?.parse::<u32>().ok()?;
+            let bin = e.path().join("bin");
+            bin.join("initdb").exists().then_some((v, bin))
+        })
+        .collect();
+    versions.sort();
+    versions.pop().map(|(_, bin)| bin).unwrap_or_default()
+}
+
+fn is_root() -> bool {
+    // std has no geteuid; the owner of /proc/self is the process's effective user.
+    std::fs::metadata("/proc/self")
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
+        .unwrap_or(false)
+}
+
+/// A command for a PostgreSQL program, run as `postgres` when this process is root.
+fn pg_command(program: &str) -> Command {
+    let path = bin_dir().join(program);
+    if is_root() {
+        let mut c = Command::new("runuser");
+        c.args(["-u", "postgres", "--"]).arg(path);
+        c
+    } else {
+        Command::new(path)
+    }
+}
+
+fn run(mut cmd: Command, what: &str, log: &Path) {
+    let out = cmd.stdin(Stdio::null()).output().unwrap_or_else(|e| {
+        panic!("{what}: cannot run ({e}); is PostgreSQL installed (scripts/setup)?")
+    });
+    if !out.status.success() {
+        panic!(
+            "{what} failed ({}): {}{}\nserver log:\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+    }
+}
+
+impl Cluster {
+    fn start() -> Cluster {
+        let dir = tempfile::Builder::new()
+            .prefix("cuecraft-pg-")
+            .tempdir()
+            .expect("temporary directory for PostgreSQL")
+            .keep();
+        if is_root() {
+            let status = Command::new("chown")
+                .arg("postgres:")
+                .arg(&dir)
+                .status()
+                .expect("chown");
+            assert!(status.success(), "chown postgres {}", dir.display());
+        }
+        let data = dir.join("data");
+        let log = dir.join("server.log");
+
+        // The watchdog first, so that a failing start still leaves nothing behind. Its own
+        // process group: a Ctrl-C on the test run must not kill it before it has cleaned up.
+        let pg_ctl = bin_dir().join("pg_ctl");
+        let as_postgres = if is_root() {
+            "runuser -u postgres -- "
+        } else {
+            ""
+        };
+        let script = format!(
+            "cat >/dev/null; {as_postgres}\"$0\" -D \"$1\" -m immediate stop >/dev/null 2>&1; rm -rf \"$2\""
+        );
+        let watchdog = Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .arg(&pg_ctl)
+            .arg(&data)
+            .arg(&dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("start the PostgreSQL watchdog");
+
+        let mut initdb = pg_command("initdb");
+        initdb
+            .arg("-D")
+            .arg(&data)
+            .args(["-A", "trust", "-U", "postgres", "-E", "UTF8", "--locale=C"])
+            .args(["--no-sync", "--no-instructions"]);
+        run(initdb, "initdb", &log);
+
+        // Durability is of no use to a test database: no fsync, no full-page writes.
+        let options = format!(
+            "-k {} -p {PORT} -c listen_addresses='' -c fsync=off -c synchronous_commit=off \
+             -c full_page_writes=off -c max_connections=400",
+            dir.display()
+        );
+        let mut start = pg_command("pg_ctl");
+        start
+            .arg("-D")
+            .arg(&data)
+            .arg("-l")
+            .arg(&log)
+            .args(["-w", "-t", "60", "-o", &options, "start"])
+            .process_group(0);
+        run(start, "pg_ctl start", &log);
+        Cluster {
+            dir,
+            next: AtomicU64::new(0),
+            _watchdog: Mutex::new(watchdog),
+        }
+    }
+
+    /// The directory holding the server's socket.
+    pub fn socket_dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The URL of database `db` in this cluster.
+    pub fn url(&self, db: &str) -> String {
+        format!(
+            "postgres://postgres@localhost/{db}?host={}&port={PORT}",
+            self.dir.display()
+        )
+    }
+
+    /// Runs SQL on the `postgres` database (creating and dropping databases).
+    pub fn admin_sql(&self, sql: &str) {
+        let mut client = postgres::Client::connect(&self.url("postgres"), postgres::NoTls)
+            .unwrap_or_else(|e| panic!("connect to the test cluster: {e}"));
+        client
+            .batch_execute(sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+
+    /// A new database copied from the migrated template.
+    pub fn fresh_db(&'static self) -> TestDb {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let name = format!("t{}_{n}", std::process::id());
+        self.admin_sql(&format!("CREATE DATABASE {name} TEMPLATE {TEMPLATE}"));
+        TestDb {
+            url: self.url(&name),
+            name,
+            cluster: self,
+        }
+    }
+
+    /// The server's log so far (for a failing test's message).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
+    }
+}
+
+impl TestDb {
+    /// A new connection to this database.
+    pub fn connect(&self) -> postgres::Client {
+        postgres::Client::connect(&self.url, postgres::NoTls)
+            .unwrap_or_else(|e| panic!("connect to {}: {e}", self.name))
+    }
+
+    /// `psql` arguments reaching this database (for tests that drive the real client).
+    pub fn psql_args(&self) -> Vec<String> {
+        vec![
+            "-h".into(),
+            self.cluster.dir.display().to_string(),
+            "-p".into(),
+            PORT.to_string(),
+            "-U".into(),
+            "postgres".into(),
+            "-d".into(),
+            self.name.clone(),
+        ]
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        // WITH (FORCE) ends connections a killed server's children may still hold. A failure
+        // only leaves a database in a cluster that goes away with the binary.
+        if let Ok(mut c) = postgres::Client::connect(&self.cluster.url("postgres"), postgres::NoTls)
+        {
+            let _ = c.batch_execute(&format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fresh_databases_are_copies_of_the_migrated_template_and_independent() {
+        let migrate = |url: &str| -> Result<(), String> {
+            let mut c =
+                postgres::Client::connect(url, postgres::NoTls).map_err(|e| e.to_string())?;
+            c.batch_execute("CREATE TABLE t (v INTEGER); INSERT INTO t VALUES (7)")
+                .map_err(|e| e.to_string())
+        };
+        let a = fresh_db(migrate);
+        let b = fresh_db(|_| Err("the template is migrated once".into()));
+        assert_ne!(a.name, b.name);
+        let mut ca = a.connect();
+        ca.batch_execute("INSERT INTO t VALUES (8)")
+            .expect("insert");
+        let count = |c: &mut postgres::Client| -> i64 {
+            c.query_one("SELECT COUNT(*) FROM t", &[])
+                .expect("count")
+                .get(0)
+        };
+        assert_eq!(count(&mut ca), 2);
+        assert_eq!(count(&mut b.connect()), 1, "databases share nothing");
+        drop(ca);
+        let name = a.name.clone();
+        drop(a);
+        let mut admin =
+            postgres::Client::connect(&cluster(|_| Ok(())).url("postgres"), postgres::NoTls)
+                .expect("connect");
+        let left: i64 = admin
+            .query_one(
+                "SELECT COUNT(*) FROM pg_database WHERE datname = $1",
+                &[&name],
+            )
+            .expect("query")
+            .get(0);
+        assert_eq!(left, 0, "a dropped TestDb drops its database");
+    }
+}
