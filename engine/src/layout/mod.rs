@@ -69,6 +69,9 @@ pub(crate) struct Params {
     ms_per_frame: f64,
     /// Cost every cue end with the general walk (tests compare it with the fast walk).
     general_only: bool,
+    /// Cost of each sentence that ends inside a cue: `segment::INNER_COST`, or
+    /// `segment::GUESSED_INNER_COST` where sentence ends are guessed from pauses.
+    inner_cost: i64,
     shift: i64,
     min_dur: i64,
     max_dur: Option<i64>,
@@ -214,6 +217,7 @@ impl Params {
             ms_per_frame: 1000.0 * fr.den as f64 / fr.num as f64,
             general_only: false,
             room_gap: fr.frames_duration(s.min_frames_between_subtitles).0,
+            inner_cost: segment::INNER_COST,
             shift: s.shift_ms as i64,
             min_dur: s.min_duration.map_or(0, |m| m.0.max(0)),
             max_dur: s.max_duration.filter(|m| m.0 > 0).map(|m| m.0),
@@ -268,6 +272,9 @@ fn layout_with(
     // A transcript without any sentence punctuation (a recogniser that gives none): its
     // sentence ends are guessed from its pauses, so cues still end where sentences do.
     let pause_end = (p.smart && !prepare::any_sentence_end(words)).then_some(PAUSE_SENTENCE_MS);
+    if pause_end.is_some() {
+        p.inner_cost = segment::GUESSED_INNER_COST;
+    }
     let mut prep = prepare::Preparer::new(prepare::PrepOptions {
         capitalise: p.smart,
         forbid: forbid.as_ref(),
