@@ -396,14 +396,12 @@ mod s3 {
         let put = server.upload(&created, &data);
         assert_eq!(put.status, 200, "{}", put.text());
         // Nobody polls: the sweep finds the upload and the job runs.
-        let db = server.data_dir().join("cuecraft.sqlite");
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
         loop {
-            let status = crate::common::python(&format!(
-                "import sqlite3\nprint(sqlite3.connect({:?}).execute(\"SELECT status FROM jobs WHERE id = ?\", ({id:?},)).fetchone()[0])",
-                db.display().to_string()
+            let uploading = server.sql_number(&format!(
+                "SELECT COUNT(*) FROM jobs WHERE id = '{id}' AND status = 'uploading'"
             ));
-            if status.trim() != "uploading" {
+            if uploading == 0 {
                 break;
             }
             assert!(
