@@ -427,6 +427,55 @@ mod tests {
     }
 
     #[test]
+    fn a_join_keeps_two_cues_together_within_the_hard_limits_only() {
+        // Two sentences with a pause: two cues in smart mode, one with a join.
+        let two = ["The river moved quickly.", "Then the valley flooded."];
+        for smart in [true, false] {
+            let settings = Settings {
+                format_subtitles: smart,
+                ..Settings::default()
+            };
+            let fr = FrameRate::FPS_25;
+            let mut words = spoken(&two, 800);
+            if smart {
+                // (Greedy mode fills the cue to its limits: one cue already.)
+                assert_eq!(layout(&words, &settings, fr).len(), 2);
+            }
+            words[3].break_after = Some(Break::Join);
+            let cues = layout(&words, &settings, fr);
+            assert_eq!(cues.len(), 1, "smart {smart}: {:?}", texts(&cues));
+            assert_eq!(cues[0].words.len(), 8);
+            // When both sentences do not fit one cue, the words either side of the join still
+            // share one: the layout cuts elsewhere.
+            let narrow = Settings {
+                max_chars_per_line: 24,
+                max_lines_per_subtitle: 1,
+                ..settings.clone()
+            };
+            let cues = texts(&layout(&words, &narrow, fr));
+            assert!(
+                cues.iter().any(|c| c.contains("quickly. Then")),
+                "smart {smart}: {cues:?}"
+            );
+            // When not even they fit one line, the join is cut: the limits come first.
+            let tiny = Settings {
+                max_chars_per_line: 10,
+                max_lines_per_subtitle: 1,
+                ..settings.clone()
+            };
+            let cues = texts(&layout(&words, &tiny, fr));
+            assert!(
+                cues.iter().any(|c| c.ends_with("quickly.")),
+                "smart {smart}: {cues:?}"
+            );
+            // A long pause is a hard boundary a join does not override.
+            let mut apart = spoken(&two, 2500);
+            apart[3].break_after = Some(Break::Join);
+            assert_eq!(layout(&apart, &settings, fr).len(), 2, "smart {smart}");
+        }
+    }
+
+    #[test]
     fn a_pause_after_a_weak_word_is_a_hesitation_not_a_sentence_end() {
         let mut words = spoken(&["we walked to the", "station in the rain"], 450);
         words.extend(spoken(&["and waited"], 0).into_iter().map(|mut w| {
@@ -476,11 +525,8 @@ mod tests {
                     let d = 100 + rng.below(500) as i64;
                     let mut w = Word::new(text, Millis(t), Millis(t + d), rng.below(3) as u32);
                     if rng.below(40) == 0 {
-                        w.break_after = Some(if rng.below(2) == 0 {
-                            Break::Line
-                        } else {
-                            Break::Cue
-                        });
+                        w.break_after =
+                            Some([Break::Line, Break::Cue, Break::Join][rng.below(3) as usize]);
                     }
                     t += d;
                     w
