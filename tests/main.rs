@@ -13,3 +13,4 @@ mod hardening;
 mod media;
 mod pipeline;
 mod web;
+mod workers;

@@ -12,15 +12,15 @@ pub mod ledger;
 pub mod web;
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
 use crate::store::{
-    Caller, CleanSource, Formatted, JobRow, Member, NewJob, NewOrgOwner, ProjectQuery, ProjectRow,
-    Recognized, RevisionRow, Saved, Session, Store, StoreError, StoreResult, StoredWords, Task,
-    TranscriptInfo, TranscriptRow, WordsEdit,
+    Caller, CleanSource, Formatted, JobRow, LocalWake, Member, NewJob, NewOrgOwner, ProjectQuery,
+    ProjectRow, Recognized, RevisionRow, Saved, Session, Store, StoreError, StoreResult,
+    StoredWords, Task, TranscriptInfo, TranscriptRow, Wake, WordsEdit,
 };
 
 /// File name of the main database inside the data directory.
@@ -247,6 +247,7 @@ pub struct SqliteStore {
     billing_path: PathBuf,
     pool: Mutex<Vec<Connection>>,
     billing: Mutex<Option<Connection>>,
+    wake: Arc<LocalWake>,
 }
 
 impl SqliteStore {
@@ -265,6 +266,7 @@ impl SqliteStore {
             billing_path,
             pool: Mutex::new(vec![main]),
             billing: Mutex::new(Some(billing)),
+            wake: Arc::new(LocalWake::default()),
         })
     }
 
@@ -352,6 +354,10 @@ fn exists(c: &Connection, sql: &str, args: impl rusqlite::Params) -> rusqlite::R
 }
 
 impl Store for SqliteStore {
+    fn wake(&self) -> Arc<dyn Wake> {
+        self.wake.clone()
+    }
+
     fn is_empty(&self) -> StoreResult<bool> {
         self.main(|c| web::is_empty(c))
     }
@@ -812,7 +818,6 @@ impl Store for SqliteStore {
 mod tests {
     use super::*;
     use std::collections::HashSet;
-    use std::sync::Arc;
 
     fn store() -> (tempfile::TempDir, SqliteStore) {
         let dir = tempfile::tempdir().expect("temp dir");
