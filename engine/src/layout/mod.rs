@@ -434,6 +434,54 @@ mod tests {
     }
 
     #[test]
+    fn a_sentence_stays_whole_for_a_hair_over_the_pace_and_gives_way_to_a_real_overrun() {
+        // Two sentences `pause` ms apart, then a long silence before a third. The first sentence
+        // alone (32 characters, 1.88 s at 17 a second) may stay up from its first word until
+        // 3 frames before the second: 1370 + pause - 120 ms.
+        let words_with = |pause: i64| {
+            let mut words = spoken(&["Flooding has closed the railway."], 0);
+            let mut second = spoken(&["Engineers are working."], 0);
+            let mut third = spoken(&["Good night."], 0);
+            let at = 1370 + pause;
+            for w in &mut second {
+                w.start = w.start + Millis(at);
+                w.end = w.end + Millis(at);
+            }
+            for w in &mut third {
+                w.start = w.start + Millis(at + 3300);
+                w.end = w.end + Millis(at + 3300);
+            }
+            words.extend(second);
+            words.extend(third);
+            words
+        };
+        let layout_of = |pause| {
+            texts(&layout(
+                &words_with(pause),
+                &Settings::default(),
+                FrameRate::FPS_25,
+            ))
+        };
+        // 620 ms: 1.87 s for 1.88 s of reading, under 1.5% short: the sentences stay apart.
+        assert_eq!(
+            layout_of(620),
+            [
+                "Flooding has closed the railway.",
+                "Engineers are working.",
+                "Good night."
+            ]
+        );
+        // 500 ms: 6% short. Reading pace wins: both sentences share one cue and its time.
+        assert_eq!(
+            layout_of(500),
+            [
+                "Flooding has closed the railway. / Engineers are working.",
+                "Good night."
+            ]
+        );
+    }
+
+    #[test]
     fn a_pause_after_a_weak_word_is_a_hesitation_not_a_sentence_end() {
         let mut words = spoken(&["we walked to the", "station in the rain"], 450);
         words.extend(spoken(&["and waited"], 0).into_iter().map(|mut w| {
