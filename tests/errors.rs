@@ -2,12 +2,11 @@
 //! by a real request against the real server, and a check that none is left uncovered.
 
 use std::io::Write;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::common::{python, raw_request, request, str_field, wait_line, Server, SEEN_CODES};
+use crate::common::{python, raw_request, request, str_field, Server, SEEN_CODES};
 
 /// The contract's error table, code by code.
 const CONTRACT_CODES: [&str; 26] = [
@@ -843,28 +842,12 @@ fn clean_id(server: &Server, key: &str, job: &str) -> String {
 }
 
 fn count_jobs(server: &Server) -> i64 {
-    python(&format!(
-        "import sqlite3\nprint(sqlite3.connect({:?}).execute('SELECT COUNT(*) FROM jobs').fetchone()[0])",
-        server.data_dir().join("cuecraft.sqlite").display().to_string()
-    ))
-    .trim()
-    .parse()
-    .unwrap_or(-1)
+    server.sql_number("SELECT COUNT(*) FROM jobs")
 }
 
 fn billing_unavailable(server: &Server, key: &str) {
     // Another process holds the ledger exclusively: credits cannot be checked.
-    let mut locker = Command::new("python3")
-        .arg("-c")
-        .arg(format!(
-            "import sqlite3,sys\nc=sqlite3.connect({:?}, isolation_level=None)\nc.execute('PRAGMA journal_mode=DELETE')\nc.execute('BEGIN EXCLUSIVE')\nprint('locked', flush=True)\nsys.stdin.read()",
-            server.data_dir().join("billing.sqlite").display().to_string()
-        ))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("python3");
-    wait_line(&mut locker, "locked");
+    let locker = server.lock_ledger();
     let before = count_jobs(server);
     let started = Instant::now();
     server
@@ -879,8 +862,7 @@ fn billing_unavailable(server: &Server, key: &str) {
         before,
         "a refused creation creates nothing"
     );
-    drop(locker.stdin.take());
-    let _ = locker.wait();
+    drop(locker);
     assert_eq!(
         server.create_job(key, &job_body(1000)).status,
         201,

@@ -5,6 +5,8 @@
 //! parameter's type, so the SQLite store's `?3 IS NULL` placeholders are left out). Transitions
 //! that make work due send the queue's NOTIFY in their transaction.
 
+use std::sync::Arc;
+
 use postgres::types::ToSql;
 use postgres::{GenericClient, Row};
 
@@ -13,7 +15,7 @@ use super::{ledger, queue, PgError, PostgresStore};
 use crate::store::{
     is_token, new_token, Caller, CleanSource, Cursor, Formatted, JobRow, Member, NewJob,
     NewOrgOwner, ProjectQuery, ProjectRow, Recognized, RevisionRow, Saved, Session, Sort, Store,
-    StoreError, StoreResult, StoredWords, Task, TranscriptInfo, TranscriptRow, WordsEdit,
+    StoreError, StoreResult, StoredWords, Task, TranscriptInfo, TranscriptRow, Wake, WordsEdit,
     LOGIN_LINK_TTL_MS, SESSION_TTL_MS,
 };
 use crate::util::{hex, random_bytes, sha256};
@@ -99,6 +101,52 @@ fn execute(c: &mut Conn, sql: &str, args: &[&(dyn ToSql + Sync)]) -> Result<u64,
     c.client.execute(&st, args)
 }
 
+/// Postgres text cannot hold NUL, which SQLite stores and a job's name or file name may carry
+/// (the API takes any JSON string). Text a client chose is stored with NUL written as
+/// U+FFFE '0' and U+FFFE itself doubled, and read back exactly.
+const ESCAPE: char = '\u{FFFE}';
+
+fn pg_text(s: &str) -> String {
+    if !s.contains(['\0', ESCAPE]) {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len() + 4);
+    for ch in s.chars() {
+        match ch {
+            '\0' => {
+                out.push(ESCAPE);
+                out.push('0');
+            }
+            ESCAPE => {
+                out.push(ESCAPE);
+                out.push(ESCAPE);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn from_pg_text(s: String) -> String {
+    if !s.contains(ESCAPE) {
+        return s;
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(ch) = chars.next() {
+        if ch != ESCAPE {
+            out.push(ch);
+            continue;
+        }
+        match chars.next() {
+            Some('0') => out.push('\0'),
+            Some(other) => out.push(other),
+            None => out.push(ESCAPE),
+        }
+    }
+    out
+}
+
 fn frame(v: Option<i64>) -> Option<u32> {
     v.and_then(|n| u32::try_from(n).ok())
 }
@@ -107,8 +155,8 @@ fn job_from_row(r: &Row) -> JobRow {
     JobRow {
         id: r.get(0),
         org_id: r.get(1),
-        name: r.get(2),
-        filename: r.get(3),
+        name: from_pg_text(r.get(2)),
+        filename: from_pg_text(r.get(3)),
         content_type: r.get(4),
         size_bytes: r.get(5),
         declared_seconds: r.get(6),
@@ -127,6 +175,9 @@ fn job_from_row(r: &Row) -> JobRow {
 }
 
 fn load_job(c: &mut Conn, id: &str) -> Result<Option<JobRow>, postgres::Error> {
+    if id.contains('\0') {
+        return Ok(None); // Postgres text cannot hold it, so no id does.
+    }
     const SQL: &str =
         "SELECT id, org_id, name, filename, content_type, size_bytes, declared_seconds,
         measured_seconds, price_cents_per_minute, settings, status, error, language, frame_num,
@@ -184,7 +235,7 @@ fn visible_job(c: &mut Conn, viewer: &Member, id: &str) -> Result<Option<JobRow>
 }
 
 impl Store for PostgresStore {
-    fn wake(&self) -> std::sync::Arc<dyn crate::store::Wake> {
+    fn wake(&self) -> Arc<dyn Wake> {
         self.wake.clone()
     }
 
@@ -517,8 +568,8 @@ impl Store for PostgresStore {
                     &j.api_key_id,
                     &j.folder_id,
                     &j.preset_id,
-                    &j.name,
-                    &j.filename,
+                    &pg_text(&j.name),
+                    &pg_text(&j.filename),
                     &j.content_type,
                     &j.size_bytes,
                     &j.declared_seconds,
@@ -550,7 +601,7 @@ impl Store for PostgresStore {
                 id: r.get(0),
                 language: r.get(1),
                 kind: r.get(2),
-                label: r.get(3),
+                label: r.get::<_, Option<String>>(3).map(from_pg_text),
                 status: r.get(4),
             })
             .collect())
@@ -562,6 +613,9 @@ impl Store for PostgresStore {
         job_id: &str,
         transcript_id: Option<&str>,
     ) -> StoreResult<Option<StoredWords>> {
+        if job_id.contains('\0') || transcript_id.is_some_and(|t| t.contains('\0')) {
+            return Ok(None);
+        }
         self.main(|c| {
             let row = match transcript_id {
                 None => query_opt(
@@ -590,6 +644,9 @@ impl Store for PostgresStore {
         job_id: &str,
         transcript_id: Option<&str>,
     ) -> StoreResult<Option<(String, i64)>> {
+        if job_id.contains('\0') || transcript_id.is_some_and(|t| t.contains('\0')) {
+            return Ok(None);
+        }
         self.main(|c| {
             let row = match transcript_id {
                 None => query_opt(
@@ -622,7 +679,7 @@ impl Store for PostgresStore {
                 id: r.get(0),
                 kind: r.get(1),
                 language: r.get(2),
-                label: r.get(3),
+                label: r.get::<_, Option<String>>(3).map(from_pg_text),
             })
             .collect())
         })
@@ -970,6 +1027,10 @@ impl Store for PostgresStore {
     }
 
     fn password_candidates(&self, email: &str) -> StoreResult<Vec<(String, String)>> {
+        if email.contains('\0') {
+            // No stored address holds one (Postgres text cannot).
+            return Ok(Vec::new());
+        }
         self.main(|c| {
             Ok(query(
                 c,
@@ -1004,7 +1065,7 @@ impl Store for PostgresStore {
              WHERE j.org_id = $1 AND $2::TEXT IS NOT NULL"
         );
         if let Some(search) = &q.search {
-            args.push(Box::new(search.clone()));
+            args.push(Box::new(pg_text(search)));
             sql.push_str(&format!(
                 " AND strpos(lower(j.name), lower(${})) > 0",
                 args.len()
@@ -1026,7 +1087,7 @@ impl Store for PostgresStore {
         let after: Option<(Box<dyn ToSql + Sync>, String)> = match &q.after {
             Some(Cursor::Time(t, id)) if q.sort != Sort::Name => Some((Box::new(*t), id.clone())),
             Some(Cursor::Name(n, id)) if q.sort == Sort::Name => {
-                Some((Box::new(n.clone()), id.clone()))
+                Some((Box::new(pg_text(n)), id.clone()))
             }
             _ => None,
         };
@@ -1051,7 +1112,7 @@ impl Store for PostgresStore {
                 .iter()
                 .map(|r| ProjectRow {
                     id: r.get(0),
-                    name: r.get(1),
+                    name: from_pg_text(r.get(1)),
                     status: r.get(2),
                     folder: r.get(3),
                     duration_seconds: r.get(4),
@@ -1221,7 +1282,7 @@ impl Store for PostgresStore {
                 "INSERT INTO transcripts (id, job_id, seq, language, kind, label, status, words, created_at)
                  SELECT $1, $2, COALESCE(MAX(seq), 0) + 1, $3, 'translation', $4, 'ready', $5, $6
                  FROM transcripts WHERE job_id = $2",
-                &[&id, &job_id, &language, &label, &words, &now],
+                &[&id, &job_id, &language, &pg_text(label), &words, &now],
             )?;
             tx.execute(
                 "UPDATE jobs SET updated_at = GREATEST($1, updated_at + 1) WHERE id = $2",
