@@ -40,7 +40,7 @@ const CONTRACT_CODES: [&str; 26] = [
 ];
 
 /// Codes beyond the contract's table: routing and the presigned upload.
-const HOST_CODES: [&str; 12] = [
+const HOST_CODES: [&str; 14] = [
     "not_found",
     "method_not_allowed",
     "invalid_signature",
@@ -53,6 +53,8 @@ const HOST_CODES: [&str; 12] = [
     "malformed_request",
     "uri_too_long",
     "headers_too_large",
+    "idempotency_key_reused",
+    "idempotency_key_in_use",
 ];
 
 fn job_body(size: usize) -> Value {
@@ -90,6 +92,7 @@ fn every_error_code_is_produced_by_a_real_request() {
     auth_errors(&server, &org);
     routing_errors(&server, key);
     creation_errors(&server, &org, &media);
+    idempotency_errors(&server, &org);
     upload_errors(&server, key, &media);
     concurrent_uploads(&server, key, &media);
     result_errors(&server, key, &media);
@@ -182,6 +185,41 @@ fn routing_errors(server: &Server, key: &str) {
     server
         .get(key, "/v1/jobs/0123456789abcdef01234567")
         .expect_error(404, "job_not_found");
+}
+
+/// A key reused with another body; a key whose first request is still creating its job (that
+/// request is simulated by its claim, written into the database as the server writes it).
+fn idempotency_errors(server: &Server, org: &crate::common::Org) {
+    let auth = format!("Bearer {}", org.key);
+    let post = |key: &str, body: &Value| {
+        request(
+            server.port,
+            "POST",
+            "/v1/jobs",
+            &[("Authorization", auth.as_str()), ("Idempotency-Key", key)],
+            body.to_string().as_bytes(),
+        )
+    };
+    assert_eq!(post("e-1", &job_body(10)).status, 201);
+    post("e-1", &job_body(11)).expect_error(409, "idempotency_key_reused");
+    let db = server.data_dir().join("cuecraft.sqlite");
+    python(&format!(
+        "import sqlite3,time\nc=sqlite3.connect({:?})\nc.execute(\"INSERT INTO idempotency_keys (org_id, key, body_hash, created_at) VALUES (?, 'e-2', x'00', ?)\", ({:?}, int(time.time()*1000)))\nc.commit()",
+        db.display().to_string(),
+        org.id
+    ));
+    post("e-2", &job_body(10)).expect_error(409, "idempotency_key_reused");
+    python(&format!(
+        "import sqlite3,hashlib,json\nc=sqlite3.connect({:?})\nh=hashlib.sha256(json.dumps(json.loads({:?}),sort_keys=True,separators=(',',':')).encode()).digest()\nc.execute(\"UPDATE idempotency_keys SET body_hash=? WHERE key='e-2'\", (h,))\nc.commit()",
+        db.display().to_string(),
+        job_body(10).to_string()
+    ));
+    let started = Instant::now();
+    post("e-2", &job_body(10)).expect_error(409, "idempotency_key_in_use");
+    assert!(
+        started.elapsed() >= Duration::from_secs(4),
+        "it waited for the first request"
+    );
 }
 
 fn creation_errors(server: &Server, org: &crate::common::Org, media: &[u8]) {
