@@ -20,8 +20,10 @@ struct Cli {
 #[derive(Subcommand)]
 #[command(defer = true)]
 enum Command {
-    /// Run the /v1 job API.
+    /// Run the /v1 job API (and the media pipeline, unless --workers 0).
     Serve(cuecraft_host::cli::ServeArgs),
+    /// Run the media pipeline without serving HTTP, on the same store as the API processes.
+    Worker(cuecraft_host::cli::WorkerArgs),
     /// Manage organisations, members, keys, folders, presets, credits and the quota.
     Admin(cuecraft_host::cli::AdminArgs),
     /// Convert a subtitle file between formats, optionally re-laid out.
@@ -39,6 +41,7 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(a) => cuecraft_host::cli::serve(a),
+        Command::Worker(a) => cuecraft_host::cli::worker(a),
         Command::Admin(a) => cuecraft_host::cli::admin(a),
         Command::Convert(a) => convert_cmd::run(a),
         Command::Layout(a) => layout_cmd::run(a),

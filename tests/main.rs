@@ -14,3 +14,4 @@ mod idempotency;
 mod media;
 mod pipeline;
 mod web;
+mod workers;

@@ -1100,3 +1100,112 @@ fn nudges_speakers_and_replace_all_reach_the_api() {
     );
     assert_eq!(none.status, 400);
 }
+
+/// Applies an edit answer's `patch` to the cues the page holds, as editor.js does.
+fn apply_patch(cues: &mut Vec<Value>, patch: &Value) {
+    let num = |v: &Value| v.as_i64().expect("number");
+    let from = num(&patch["from"]) as usize;
+    let remove = num(&patch["remove"]) as usize;
+    assert_eq!(num(&patch["baseCueCount"]) as usize, cues.len(), "{patch}");
+    let fresh = patch["cues"].as_array().expect("cues").clone();
+    let dk = fresh.len() as i64 - remove as i64;
+    let dw = num(&patch["wordDelta"]);
+    for c in &mut cues[from + remove..] {
+        c["index"] = json!(num(&c["index"]) + dk);
+        c["from"] = json!(num(&c["from"]) + dw);
+        c["to"] = json!(num(&c["to"]) + dw);
+        for w in c["words"].as_array_mut().expect("words") {
+            w["i"] = json!(num(&w["i"]) + dw);
+        }
+    }
+    cues.splice(from..from + remove, fresh);
+    assert_eq!(num(&patch["cueCount"]) as usize, cues.len());
+}
+
+#[test]
+fn an_edit_answers_only_the_cues_it_changed_and_the_patch_gives_the_whole_list() {
+    let server = Server::start(&[]);
+    let org = server.org(1000, &[]);
+    let id = ready_job(&server, &org.key, "long", &server.tone(3), "audio/wav");
+    // Forty sentences of six words, a pause after each: forty cues.
+    let mut words = Vec::new();
+    let mut t = 0;
+    for s in 0..40 {
+        for k in 0..6 {
+            let text = if k == 5 {
+                format!("end{s}.")
+            } else {
+                format!("word{k}")
+            };
+            words.push(json!({"t": text, "s": t, "e": t + 300, "p": 0}));
+            t += 350;
+        }
+        // Longer than the layout's hard pause: every sentence is a cue of its own.
+        t += 2500;
+    }
+    sql(
+        &server,
+        &format!(
+            "UPDATE transcripts SET words = '{}' WHERE job_id = '{id}' AND kind = 'original'",
+            Value::Array(words)
+        ),
+    );
+    let web = Web::sign_in(&server, &org.owner);
+    let mut cues = web.get_json(&format!("/editor/{id}/data")).json()["cues"]
+        .as_array()
+        .expect("cues")
+        .clone();
+    assert_eq!(cues.len(), 40);
+    let mut rev = 0;
+    let mut step = |op: Value, restore: bool, cues: &mut Vec<Value>, most: usize| {
+        let mut body = op;
+        body["revision"] = json!(rev);
+        body["answer"] = json!("patch");
+        let path = if restore { "restore" } else { "edit" };
+        let r = web.post_json(&format!("/editor/{id}/{path}"), &body);
+        assert_eq!(r.status, 200, "{}", r.text());
+        let d = r.json();
+        assert!(d.get("cues").is_none(), "a patch, not the list");
+        let patch = &d["patch"];
+        assert!(
+            patch["cues"].as_array().map_or(0, Vec::len) <= most
+                && patch["remove"].as_u64() <= Some(most as u64),
+            "{patch}"
+        );
+        apply_patch(cues, patch);
+        rev = d["transcript"]["revision"].as_i64().expect("revision");
+        let whole = web.get_json(&format!("/editor/{id}/data")).json();
+        assert_eq!(&Value::Array(cues.clone()), &whole["cues"], "after {body}");
+    };
+    // Two words more in cue 10: that cue alone (and a neighbour whose warnings may follow).
+    let c = cues[10].clone();
+    step(
+        json!({"op": "text", "from": c["from"], "to": c["to"], "text": "word0 word1 two more word2 word3 word4 end10."}),
+        false,
+        &mut cues,
+        3,
+    );
+    // Split cue 20 before its fourth word: one cue becomes two, every later number moves.
+    let c = cues[20].clone();
+    let at = c["from"].as_i64().expect("from") + 3;
+    step(json!({"op": "split", "at": at}), false, &mut cues, 3);
+    assert_eq!(cues.len(), 41);
+    step(json!({"op": "merge", "at": at}), false, &mut cues, 3);
+    // Words removed from cue 30.
+    let c = cues[30].clone();
+    step(
+        json!({"op": "text", "from": c["from"], "to": c["to"], "text": "word0 end30."}),
+        false,
+        &mut cues,
+        3,
+    );
+    // A restore of revision 1 undoes the split, merge and removal at once.
+    step(json!({"restore": 1, "note": "undo"}), true, &mut cues, 12);
+    // Without asking for a patch the answer is the whole list, as before.
+    let r = web.post_json(
+        &format!("/editor/{id}/edit"),
+        &json!({"revision": rev, "op": "linebreak", "at": at}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["cues"].as_array().map(Vec::len), Some(40));
+}

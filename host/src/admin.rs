@@ -1,14 +1,11 @@
 //! `cuecraft admin`: the settings pages of the application, as commands that each print one JSON
 //! object. They write the same SQLite files the server reads (WAL), so they work while it runs.
 
-use std::path::PathBuf;
-
 use anyhow::{bail, Context};
 use clap::Subcommand;
 use cuecraft_engine::PartialSettings;
 use serde_json::{json, Value};
 
-use crate::store::sqlite::SqliteStore;
 use crate::store::{NewOrgOwner, Store, StoreError, LOGIN_LINK_TTL_MS};
 use crate::util::{is_id, new_api_key, new_id, now_ms, parse_rfc3339, rfc3339, sha256};
 
@@ -20,9 +17,8 @@ pub const DEFAULT_MAX_SECONDS: f64 = 14_400.0;
 /// Manage organisations, members, keys, folders, presets, credits and the quota.
 #[derive(Debug, clap::Args)]
 pub struct AdminArgs {
-    /// The server's data directory.
-    #[arg(long, global = true, default_value = "data")]
-    pub data_dir: PathBuf,
+    #[command(flatten)]
+    pub backend: crate::backend::BackendArgs,
     #[command(subcommand)]
     pub command: AdminCommand,
 }
@@ -265,9 +261,12 @@ fn login_link(
 
 /// Runs one admin command and returns the JSON object it prints.
 pub fn run(args: AdminArgs) -> anyhow::Result<Value> {
-    let store = SqliteStore::open(&args.data_dir)
-        .with_context(|| format!("opening the data directory {}", args.data_dir.display()))?;
-    let store: &dyn Store = &store;
+    let data_dir = args.backend.data_dir.clone();
+    let store = args
+        .backend
+        .open_store()
+        .with_context(|| format!("opening the data directory {}", data_dir.display()))?;
+    let store: &dyn Store = store.as_ref();
     let now = now_ms();
     match args.command {
         AdminCommand::Org {
@@ -332,7 +331,7 @@ pub fn run(args: AdminArgs) -> anyhow::Result<Value> {
         AdminCommand::Member {
             command: MemberCommand::LoginLink { member, public_url },
         } => {
-            let (url, expires) = login_link(store, &args.data_dir, &member, public_url, now)?;
+            let (url, expires) = login_link(store, &data_dir, &member, public_url, now)?;
             Ok(json!({ "memberId": member, "signInUrl": url, "expiresAt": expires }))
         }
         AdminCommand::Folder {
@@ -371,7 +370,7 @@ pub fn run(args: AdminArgs) -> anyhow::Result<Value> {
             if credits_cents != 0 {
                 store.add_credit(&org, credits_cents)?;
             }
-            let (url, expires) = login_link(store, &args.data_dir, &member, public_url, now)?;
+            let (url, expires) = login_link(store, &data_dir, &member, public_url, now)?;
             Ok(json!({
                 "orgId": org,
                 "memberId": member,

@@ -1,4 +1,4 @@
-//! `cuecraft serve` and `cuecraft admin`: argument shapes and entry points.
+//! `cuecraft serve`, `cuecraft worker` and `cuecraft admin`: argument shapes and entry points.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -10,24 +10,15 @@ use anyhow::Context;
 
 use crate::http::ratelimit::RateLimiter;
 use crate::http::{App, Config};
-use crate::pipeline::{Pipeline, Queue};
-use crate::store::sqlite::SqliteStore;
+use crate::pipeline::{Pipeline, WorkDir};
 use crate::store::Store;
 
 pub use crate::admin::AdminArgs;
+pub use crate::backend::BackendArgs;
 
-/// Run the /v1 job API.
-#[derive(Debug, clap::Args)]
-pub struct ServeArgs {
-    /// Directory of the databases, the media and the signing secret (created when missing).
-    #[arg(long, default_value = "data")]
-    pub data_dir: PathBuf,
-    /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1:8080")]
-    pub listen: SocketAddr,
-    /// The address clients reach the server at; links and upload URLs start with it.
-    #[arg(long)]
-    pub public_url: Option<String>,
+/// The speech recognizer of the workers.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RecognizerArgs {
     /// Speech recognizer: whisper (Whisper base, multilingual), pocketsphinx (English, light),
     /// whisper-cpp:BIN:MODEL or command:PATH.
     #[arg(long, default_value = "whisper")]
@@ -50,7 +41,28 @@ pub struct ServeArgs {
     /// 10-50% more decoding CPU (BENCHMARKS.md, "Recognition").
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=10))]
     pub whisper_beam: u32,
-    /// Jobs processed at the same time.
+    /// How long a worker's claim on a job holds without a heartbeat, in milliseconds: a worker
+    /// killed mid-job has its job taken over this long after its last heartbeat (for tests).
+    #[arg(long, hide = true, default_value_t = crate::pipeline::DEFAULT_LEASE_MS,
+          value_parser = clap::value_parser!(i64).range(300..=3_600_000))]
+    pub lease_ms: i64,
+}
+
+/// Run the /v1 job API (and, unless `--workers 0`, the media pipeline in the same process).
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub backend: BackendArgs,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// The address clients reach the server at; links and upload URLs start with it.
+    #[arg(long)]
+    pub public_url: Option<String>,
+    #[command(flatten)]
+    pub recognizer: RecognizerArgs,
+    /// Jobs processed at the same time in this process; 0 serves the API only (jobs are then
+    /// processed by `cuecraft worker` processes on the same store).
     #[arg(long, default_value_t = 2)]
     pub workers: usize,
     /// Price of a minute of media, in cents.
@@ -59,11 +71,18 @@ pub struct ServeArgs {
     /// Requests per rolling minute per API key.
     #[arg(long, default_value_t = 120)]
     pub rate_limit_per_minute: u32,
-    /// How long a worker's claim on a job holds without a heartbeat, in milliseconds: a worker
-    /// killed mid-job has its job taken over this long after its last heartbeat (for tests).
-    #[arg(long, hide = true, default_value_t = crate::pipeline::DEFAULT_LEASE_MS,
-          value_parser = clap::value_parser!(i64).range(300..=3_600_000))]
-    pub lease_ms: i64,
+}
+
+/// Run the media pipeline without serving HTTP: claims jobs from the store's queue.
+#[derive(Debug, clap::Args)]
+pub struct WorkerArgs {
+    #[command(flatten)]
+    pub backend: BackendArgs,
+    #[command(flatten)]
+    pub recognizer: RecognizerArgs,
+    /// Jobs processed at the same time.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=256))]
+    pub workers: u64,
 }
 
 /// Reads the upload-signing secret of `data_dir`, creating it (mode 0600) on first start.
@@ -94,9 +113,10 @@ fn signing_secret(data_dir: &Path) -> anyhow::Result<Vec<u8>> {
 }
 
 /// Removes what a previous run left half-done: partial uploads (their clients got no answer and
-/// retry the URL) and extracted audio (a resumed job extracts it again).
+/// retry the URL). Extracted audio lives in per-process work directories
+/// ([`crate::pipeline::WorkDir`]).
 fn remove_leftovers(data_dir: &Path) {
-    for dir in [data_dir.join("media").join("tmp"), data_dir.join("work")] {
+    for dir in [data_dir.join("media").join("tmp")] {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
@@ -156,6 +176,76 @@ async fn shutdown_signal() {
     tracing::info!("shutting down");
 }
 
+/// The recognizer of `args`, checked (one clear line when whisper's model is missing), for
+/// `workers` jobs at a time; none for an API-only server (0 workers), which needs none installed.
+fn recognizer(
+    args: &RecognizerArgs,
+    workers: usize,
+) -> anyhow::Result<Option<Arc<dyn crate::pipeline::recognizers::Recognizer>>> {
+    if workers == 0 {
+        return Ok(None);
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let whisper = crate::pipeline::recognizers::WhisperOptions {
+        python: args.whisper_python.clone(),
+        model: args.whisper_model.clone(),
+        beam: args.whisper_beam,
+        // The workers share the cores: each whisper process decodes on its share.
+        threads: (cores / workers.max(1)).max(1),
+    };
+    if args.recognizer == "whisper" {
+        crate::pipeline::recognizers::check_whisper_installation(&whisper)
+            .map_err(anyhow::Error::msg)?;
+    }
+    Ok(Some(Arc::from(
+        crate::pipeline::recognizers::from_spec_with(&args.recognizer, &whisper)
+            .map_err(anyhow::Error::msg)?,
+    )))
+}
+
+/// The pipeline of a process with `workers` worker threads (none: an API-only `serve`).
+fn pipeline(
+    store: &Arc<dyn Store>,
+    backend: &BackendArgs,
+    recognizer: Option<Arc<dyn crate::pipeline::recognizers::Recognizer>>,
+    lease_ms: i64,
+    workers: usize,
+) -> anyhow::Result<Arc<Pipeline>> {
+    let work = if workers == 0 {
+        None
+    } else {
+        Some(WorkDir::claim(&backend.data_dir.join("work"))?)
+    };
+    let pipeline = Arc::new(Pipeline {
+        store: store.clone(),
+        queue: store.wake(),
+        stop: Default::default(),
+        recognizer,
+        data_dir: backend.data_dir.clone(),
+        work,
+        lease_ms,
+        running: Default::default(),
+    });
+    pipeline.recover()?;
+    Ok(pipeline)
+}
+
+/// Stops the workers: they finish their current step within 5 s, else their tasks are given back
+/// to the queue (due at once) for the next worker to redo.
+fn stop_workers(pipeline: &Pipeline, workers: Vec<std::thread::JoinHandle<()>>) {
+    pipeline.stop();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    for w in workers {
+        while !w.is_finished() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        if w.is_finished() {
+            let _ = w.join();
+        }
+    }
+    pipeline.release_running();
+}
+
 /// Runs the server until it is stopped.
 pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let _ = tracing_subscriber_init();
@@ -171,49 +261,33 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if !(public_url.starts_with("http://") || public_url.starts_with("https://")) {
         anyhow::bail!("--public-url must start with http:// or https://: {public_url:?}");
     }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let whisper = crate::pipeline::recognizers::WhisperOptions {
-        python: args.whisper_python.clone(),
-        model: args.whisper_model.clone(),
-        beam: args.whisper_beam,
-        // The workers share the cores: each whisper process decodes on its share.
-        threads: (cores / args.workers.max(1)).max(1),
-    };
-    if args.recognizer == "whisper" {
-        // One clear line, and no server, when the model is missing or not the one we ship.
-        crate::pipeline::recognizers::check_whisper_installation(&whisper)
-            .map_err(anyhow::Error::msg)?;
-    }
-    let recognizer: Arc<dyn crate::pipeline::recognizers::Recognizer> = Arc::from(
-        crate::pipeline::recognizers::from_spec_with(&args.recognizer, &whisper)
-            .map_err(anyhow::Error::msg)?,
-    );
-    std::fs::create_dir_all(args.data_dir.join("media").join("tmp"))
-        .with_context(|| format!("creating {}", args.data_dir.display()))?;
-    remove_leftovers(&args.data_dir);
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&args.data_dir)?);
-    let secret = signing_secret(&args.data_dir)?;
-    first_run_hint(store.as_ref(), &args.data_dir, &public_url);
-    let queue = Arc::new(Queue::default());
-    let pipeline = Arc::new(Pipeline {
-        store: store.clone(),
-        queue: queue.clone(),
+    // One clear line, and nothing created, when the recognizer is not installed.
+    let recognizer = recognizer(&args.recognizer, args.workers)?;
+    let data_dir = args.backend.data_dir.clone();
+    std::fs::create_dir_all(data_dir.join("media").join("tmp"))
+        .with_context(|| format!("creating {}", data_dir.display()))?;
+    remove_leftovers(&data_dir);
+    let store = args.backend.open_store()?;
+    let secret = signing_secret(&data_dir)?;
+    first_run_hint(store.as_ref(), &data_dir, &public_url);
+    let pipeline = pipeline(
+        &store,
+        &args.backend,
         recognizer,
-        data_dir: args.data_dir.clone(),
-        lease_ms: args.lease_ms,
-    });
-    pipeline.recover()?;
+        args.recognizer.lease_ms,
+        args.workers,
+    )?;
     let workers = pipeline.start(args.workers);
     let app = Arc::new(App {
         config: Config {
-            data_dir: args.data_dir.clone(),
+            data_dir: data_dir.clone(),
             public_url,
             price_cents_per_minute: args.price_cents_per_minute,
         },
+        queue: store.wake(),
         store,
         secret,
         limiter: RateLimiter::new(args.rate_limit_per_minute),
-        queue: queue.clone(),
         uploads: Default::default(),
     });
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -232,17 +306,30 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         crate::http::server::run(listener, app, shutdown_signal()).await;
         anyhow::Ok(())
     })?;
-    queue.stop();
-    // Workers finish their current step; a long recognition is left to resume on the next start.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    for w in workers {
-        while !w.is_finished() && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        if w.is_finished() {
-            let _ = w.join();
-        }
-    }
+    stop_workers(&pipeline, workers);
+    Ok(())
+}
+
+/// Runs workers (no HTTP) until SIGTERM or ctrl-c.
+pub fn worker(args: WorkerArgs) -> anyhow::Result<()> {
+    let _ = tracing_subscriber_init();
+    let n = args.workers as usize;
+    let recognizer = recognizer(&args.recognizer, n)?;
+    let store = args.backend.open_store()?;
+    let pipeline = pipeline(
+        &store,
+        &args.backend,
+        recognizer,
+        args.recognizer.lease_ms,
+        n,
+    )?;
+    let workers = pipeline.start(n);
+    tracing::info!(workers = n, "cuecraft worker running");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(shutdown_signal());
+    stop_workers(&pipeline, workers);
     Ok(())
 }
 

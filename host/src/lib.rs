@@ -4,6 +4,7 @@
 
 pub mod admin;
 pub mod api;
+pub mod backend;
 pub mod billing;
 pub mod child;
 pub mod cli;

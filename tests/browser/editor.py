@@ -49,6 +49,15 @@ def wait_js(page, expr, timeout=10000):
         waited += 100
 
 
+def listing(page):
+    """Each cue as the page shows it: its position, number and times, each word with its stored
+    index, its warnings."""
+    return page.evaluate("""Array.from(document.querySelectorAll('li.cue')).map((li) =>
+        [li.dataset.k, li.getAttribute('aria-label'),
+         Array.from(li.querySelectorAll('.w')).map((w) => `${w.dataset.i}:${w.textContent}`).join(' '),
+         li.querySelector('.warnings')?.textContent ?? ''].join('|'))""")
+
+
 def step(name):
     print("step:", name, flush=True)
 
@@ -146,9 +155,23 @@ with sync_playwright() as pw:
     # that could not be read in its time joins the sentence before it), so the count may not grow.
     starts = cue_starts()
     assert word_text in starts, (word_text, starts)
+    # A word more in the cue before the split: the answer carries the changed cues only, the page
+    # moves every later word's index by one and shows what a reload shows.
+    middle = page.locator("li.cue").nth(starts.index(word_text) - 1)
+    middle.focus()
+    page.keyboard.press("Enter")
+    area = middle.locator("textarea")
+    area.fill("Well " + area.input_value())
+    area.press("Enter")
+    revision(page, 3)
+    shown = listing(page)
+    assert any(":Well " in c for c in shown), shown
+    page.reload()
+    revision(page, 3)
+    assert listing(page) == shown, (shown, listing(page))
     page.locator("li.cue").nth(starts.index(word_text) - 1).click()
     page.keyboard.press("Alt+m")
-    revision(page, 3)
+    revision(page, 4)
     assert cue_count(page) == n
 
     step("set a line break, then undo it")
@@ -160,38 +183,38 @@ with sync_playwright() as pw:
     assert word_text not in line_starts(), (word_text, line_starts())
     target.click()
     page.click("#linebreak")
-    revision(page, 4)
+    revision(page, 5)
     assert word_text in line_starts(), (word_text, line_starts())
     page.click("#undo")
-    revision(page, 5)
+    revision(page, 6)
     assert word_text not in line_starts(), line_starts()
     page.keyboard.press("Control+Shift+Z")
-    revision(page, 6)
+    revision(page, 7)
     assert word_text in line_starts(), line_starts()
 
     step("a second page editing the same project gets the conflict")
     second = ctx.new_page()
     second.goto(BASE + "/editor/" + cfg["audio"])
-    revision(second, 6)
+    revision(second, 7)
     page.fill("#speaker", "2")
     page.locator("li.cue").first.click()
     page.fill("#speaker", "2")
     page.click("#speaker-cue")
-    revision(page, 7)
+    revision(page, 8)
     second.locator("li.cue").first.click()
     second.locator("li.cue").nth(1).locator(".w").nth(3).click()
     second.click("#split")
     expect(second.locator("#conflict")).to_be_visible()
-    expect(second.locator("#conflict-rev")).to_have_text("7")
+    expect(second.locator("#conflict-rev")).to_have_text("8")
     second.click("#conflict-reload")
-    revision(second, 7)
+    revision(second, 8)
     second.close()
 
     step("restore a revision from the history")
     page.reload()
-    revision(page, 7)
-    page.click('#history li[data-revision="0"] button')
     revision(page, 8)
+    page.click('#history li[data-revision="0"] button')
+    revision(page, 9)
     expect(page.locator("li.cue").first).to_contain_text("Hello world.")
 
     step("change a layout setting: the cues are laid out again at once")

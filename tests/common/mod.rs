@@ -551,6 +551,76 @@ impl Drop for Server {
     }
 }
 
+/// A running `cuecraft worker` on a server's data directory, with the test recognizer; killed
+/// when dropped.
+pub struct Worker {
+    /// The process.
+    pub child: Option<Child>,
+    /// Its log file.
+    pub log: PathBuf,
+}
+
+impl Server {
+    /// Starts a `cuecraft worker` process on this server's data directory with `extra` arguments;
+    /// its log goes to `worker-NAME.log` in the temporary directory.
+    pub fn worker(&self, name: &str, extra: &[&str]) -> Worker {
+        let log = self.tmp.path().join(format!("worker-{name}.log"));
+        let file = std::fs::File::create(&log).expect("worker log");
+        let child = Command::new(BIN)
+            .arg("worker")
+            .arg("--data-dir")
+            .arg(self.data_dir())
+            .arg("--recognizer")
+            .arg(format!(
+                "command:{}",
+                self.tmp.path().join("recognizer.sh").display()
+            ))
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(file)
+            .spawn()
+            .expect("start cuecraft worker");
+        Worker {
+            child: Some(child),
+            log,
+        }
+    }
+}
+
+impl Worker {
+    /// The worker's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits (up to 20 s) until the worker's log holds `text`.
+    pub fn wait_log(&self, text: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !self.log().contains(text) {
+            assert!(
+                Instant::now() < deadline,
+                "worker log never said {text:?}:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Kills the process with SIGKILL (as a crash would) and waits for it.
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
 /// Runs `cuecraft admin --data-dir dir args...`; panics unless it prints one JSON object.
 pub fn admin(dir: &Path, args: &[&str]) -> Value {
     let out = Command::new(BIN)

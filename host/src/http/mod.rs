@@ -18,9 +18,8 @@ use serde_json::Value;
 
 use crate::http::error::ApiError;
 use crate::http::ratelimit::RateLimiter;
-use crate::pipeline::Queue;
 pub use crate::store::Caller;
-use crate::store::Store;
+use crate::store::{Store, Wake};
 
 /// The response body type of every handler.
 pub type Body = Full<Bytes>;
@@ -47,8 +46,8 @@ pub struct App {
     pub secret: Vec<u8>,
     /// Requests per rolling minute per key.
     pub limiter: RateLimiter,
-    /// The work queue the workers wait on.
-    pub queue: Arc<Queue>,
+    /// The signal of the work queue (the store's): notified after an upload enqueued its job.
+    pub queue: Arc<dyn Wake>,
     /// The jobs whose upload is streaming (one PUT per job at a time).
     pub uploads: crate::api::uploads::UploadClaims,
 }

@@ -18,6 +18,7 @@
 
 pub mod recognizers;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -29,7 +30,7 @@ use cuecraft_engine::{layout, words_from_raw, FrameRate, PartialSettings, Settin
 use serde_json::{json, Value};
 
 use crate::pipeline::recognizers::Recognizer;
-use crate::store::{Formatted, JobRow, Recognized, Store, StoreError, Task};
+use crate::store::{Formatted, JobRow, Recognized, Store, StoreError, Task, Wake};
 use crate::util::{new_id, now_ms};
 use crate::words::{encode, seconds};
 
@@ -37,50 +38,6 @@ use crate::words::{encode, seconds};
 const HIGHLIGHTS: usize = 5;
 /// The label of the clean version.
 pub const CLEAN_LABEL: &str = "Clean version";
-
-/// The in-process side of the queue: the wake-up signal and the stop flag. Which rows are being
-/// worked on is in the store (leases), shared by every process.
-#[derive(Default)]
-pub struct Queue {
-    wake: Mutex<u64>,
-    cond: Condvar,
-    stop: AtomicBool,
-}
-
-impl Queue {
-    /// Wakes the workers: there is new work.
-    pub fn notify(&self) {
-        if let Ok(mut n) = self.wake.lock() {
-            *n += 1;
-        }
-        self.cond.notify_all();
-    }
-
-    /// Asks the workers to stop after their current step.
-    pub fn stop(&self) {
-        self.stop.store(true, Ordering::SeqCst);
-        self.notify();
-    }
-
-    fn stopped(&self) -> bool {
-        self.stop.load(Ordering::SeqCst)
-    }
-
-    /// The wake-up counter, read before looking for work so that a notification arriving in
-    /// between is not missed.
-    fn epoch(&self) -> u64 {
-        self.wake.lock().map(|n| *n).unwrap_or(0)
-    }
-
-    /// Waits until notified after `seen`, stopped, or `timeout`.
-    fn wait(&self, seen: u64, timeout: Duration) {
-        if let Ok(guard) = self.wake.lock() {
-            let _ = self
-                .cond
-                .wait_timeout_while(guard, timeout, |n| *n == seen && !self.stopped());
-        }
-    }
-}
 
 /// Why a step did not finish.
 enum StepError {
@@ -127,17 +84,45 @@ pub const DEFAULT_LEASE_MS: i64 = 30_000;
 pub struct Pipeline {
     /// The store.
     pub store: Arc<dyn Store>,
-    /// The queue signal.
-    pub queue: Arc<Queue>,
-    /// The recognizer.
-    pub recognizer: Arc<dyn Recognizer>,
+    /// The signal idle workers wait on (the store's).
+    pub queue: Arc<dyn Wake>,
+    /// Set to stop the workers after their current step.
+    pub stop: AtomicBool,
+    /// The recognizer (`None` in an API-only process, which runs no worker).
+    pub recognizer: Option<Arc<dyn Recognizer>>,
     /// The data directory.
     pub data_dir: PathBuf,
+    /// This process's scratch directory (`None` in an API-only process).
+    pub work: Option<WorkDir>,
     /// How long a claim holds without a heartbeat (heartbeats come every third of it).
     pub lease_ms: i64,
+    /// The task each worker thread holds now (worker id -> queue row).
+    pub running: Mutex<HashMap<String, i64>>,
 }
 
 impl Pipeline {
+    /// Asks the workers to stop after their current step.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.queue.notify();
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
+    /// Gives the tasks still held by this process's workers back to the queue, due at once (at
+    /// shutdown, for workers that did not finish their step in time): the next worker redoes
+    /// the step rather than waiting out the lease.
+    pub fn release_running(&self) {
+        let running = self.running.lock().map(|r| r.clone()).unwrap_or_default();
+        for (worker, seq) in running {
+            if let Err(e) = self.store.release_task(seq, &worker, now_ms()) {
+                tracing::warn!("giving a task back failed: {e}");
+            }
+        }
+    }
+
     /// Re-queues work left behind by a previous run: uploads that completed on disk without their
     /// transition, and jobs or clean versions whose queue row is missing.
     pub fn recover(&self) -> anyhow::Result<()> {
@@ -163,10 +148,10 @@ impl Pipeline {
         Ok(())
     }
 
-    /// Starts `n` worker threads.
+    /// Starts `n` worker threads (none for 0).
     pub fn start(self: &Arc<Self>, n: usize) -> Vec<std::thread::JoinHandle<()>> {
         let tag = new_id().unwrap_or_else(|_| format!("{}", now_ms()));
-        (0..n.max(1))
+        (0..n)
             .map(|i| {
                 let me = self.clone();
                 let worker = format!("{}-{}-{i}", std::process::id(), &tag[..tag.len().min(8)]);
@@ -179,7 +164,7 @@ impl Pipeline {
     }
 
     fn work(&self, worker: &str) {
-        while !self.queue.stopped() {
+        while !self.stopped() {
             let seen = self.queue.epoch();
             let task = match self.store.claim_task(worker, now_ms(), self.lease_ms) {
                 Ok(Some(task)) => task,
@@ -194,7 +179,13 @@ impl Pipeline {
                     continue;
                 }
             };
+            if let Ok(mut r) = self.running.lock() {
+                r.insert(worker.to_string(), task.seq);
+            }
             let retry = self.run_leased(worker, &task);
+            if let Ok(mut r) = self.running.lock() {
+                r.remove(worker);
+            }
             if retry {
                 // Claimable again in 2 s, by this worker or any other.
                 let not_before = now_ms() + 2_000;
@@ -214,6 +205,10 @@ impl Pipeline {
             s.spawn(|| {
                 let mut finished = done.lock().unwrap_or_else(|p| p.into_inner());
                 loop {
+                    // The step may have ended before this thread first took the lock.
+                    if *finished {
+                        return;
+                    }
                     let (guard, _) = cond
                         .wait_timeout(finished, period)
                         .unwrap_or_else(|p| p.into_inner());
@@ -301,16 +296,16 @@ impl Pipeline {
                 crate::media::MediaError::NoAudio.to_string(),
             ));
         }
-        let work = self.data_dir.join("work");
-        std::fs::create_dir_all(&work)
-            .map_err(|e| StepError::Retry(format!("creating the work directory: {e}")))?;
-        let wav = work.join(format!("{}.wav", job.id));
+        let (Some(recognizer), Some(work)) = (&self.recognizer, &self.work) else {
+            return Err(StepError::Retry("this process runs no recognizer".into()));
+        };
+        let wav = work.path().join(format!("{}.wav", job.id));
         let extracted = crate::media::extract_wav(&media, &wav);
         let recognized = extracted
             .map_err(|e| StepError::Fail(e.to_string()))
             .and_then(|()| {
-                tracing::info!(job = %job.id, recognizer = %self.recognizer.name(), "recognizing");
-                self.recognizer
+                tracing::info!(job = %job.id, recognizer = %recognizer.name(), "recognizing");
+                recognizer
                     .recognize(&wav, &settings.language, &settings.custom_vocabulary)
                     .map_err(|e| StepError::Fail(e.to_string()))
             });
@@ -509,4 +504,68 @@ pub fn editor_media_paths(data_dir: &std::path::Path, job_id: &str) -> (PathBuf,
 /// Where a job's media lives once uploaded.
 pub fn media_path(data_dir: &Path, job_id: &str) -> PathBuf {
     data_dir.join("media").join(job_id)
+}
+
+/// A process's own scratch directory under `DIR/work` (extracted audio), held with an exclusive
+/// `flock` on its `.lock` file for the life of the process. Several processes (a server and
+/// workers) may share one data directory: at start each removes only the directories whose lock
+/// it can take, whose process has ended (a crash included: the kernel drops the lock).
+#[derive(Debug)]
+pub struct WorkDir {
+    path: PathBuf,
+    _lock: std::fs::File,
+}
+
+/// Takes an exclusive `flock` on `f` without waiting; whether it was taken.
+fn try_lock(f: &std::fs::File) -> bool {
+    use std::os::fd::AsRawFd;
+    #[allow(unsafe_code)]
+    // SAFETY: flock on a descriptor this File owns and keeps open; no memory is passed.
+    let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    r == 0
+}
+
+impl WorkDir {
+    /// Removes the directories of ended processes under `root`, then makes and locks this
+    /// process's own.
+    pub fn claim(root: &Path) -> std::io::Result<WorkDir> {
+        std::fs::create_dir_all(root)?;
+        for entry in std::fs::read_dir(root)?.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                // A directory without its lock file yet is being made by a live process.
+                let Ok(f) = std::fs::File::open(path.join(".lock")) else {
+                    continue;
+                };
+                if try_lock(&f) {
+                    if let Err(e) = std::fs::remove_dir_all(&path) {
+                        tracing::warn!("could not remove {}: {e}", path.display());
+                    }
+                }
+            } else if matches!(
+                path.extension().and_then(|e| e.to_str()),
+                Some("wav" | "tmp")
+            ) {
+                // Loose files of the single-process layout of earlier versions.
+                let _ = std::fs::remove_file(&path);
+            }
+        }
+        let tag = new_id()?;
+        let path = root.join(format!(
+            "{}-{}",
+            std::process::id(),
+            &tag[..tag.len().min(8)]
+        ));
+        std::fs::create_dir(&path)?;
+        let lock = std::fs::File::create(path.join(".lock"))?;
+        if !try_lock(&lock) {
+            return Err(std::io::Error::other("could not lock the work directory"));
+        }
+        Ok(WorkDir { path, _lock: lock })
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
 }

@@ -22,9 +22,15 @@
 //!   queue and never hold one row at once while its lease runs; an expired lease (its worker died)
 //!   makes the row claimable again.
 
+#[cfg(test)]
+pub mod contract;
+pub mod postgres;
 pub mod sqlite;
 
 use std::fmt;
+use std::path::Path;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
 
 use crate::util::{hex, random_bytes, sha256};
 
@@ -65,6 +71,68 @@ impl std::error::Error for StoreError {}
 impl From<std::io::Error> for StoreError {
     fn from(e: std::io::Error) -> Self {
         StoreError::Other(format!("random source: {e}"))
+    }
+}
+
+/// Opens the store `url` names, applying its migrations: `sqlite://DIR` (the databases in DIR),
+/// `postgres://...`; without a URL, the SQLite store of `data_dir`.
+pub fn open(url: Option<&str>, data_dir: &Path) -> anyhow::Result<Arc<dyn Store>> {
+    let Some(url) = url else {
+        return Ok(Arc::new(sqlite::SqliteStore::open(data_dir)?));
+    };
+    if let Some(dir) = url.strip_prefix("sqlite://") {
+        if dir.is_empty() || dir.contains('?') {
+            anyhow::bail!("--store {url}: expected sqlite://DIR, the directory of the databases");
+        }
+        return Ok(Arc::new(sqlite::SqliteStore::open(Path::new(dir))?));
+    }
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        // The URL may hold a password: it is not repeated.
+        let store = postgres::PostgresStore::open(url)
+            .map_err(|e| anyhow::anyhow!("--store postgres://...: {e}"))?;
+        return Ok(Arc::new(store));
+    }
+    let scheme = url.split("://").next().unwrap_or(url);
+    anyhow::bail!("--store: unknown store {scheme:?} (expected sqlite://DIR or postgres://...)")
+}
+
+/// How idle workers learn that work is due. Workers also poll the queue (every second), so a
+/// signal that is lost or never sent (work enqueued by another process of an SQLite store) only
+/// delays the work; a backend that can signal across processes (Postgres LISTEN/NOTIFY) makes it
+/// prompt everywhere.
+pub trait Wake: Send + Sync {
+    /// Says that work is due (call it after the enqueue committed).
+    fn notify(&self);
+    /// A counter read before looking for work, so that a notification arriving between the look
+    /// and [`Wake::wait`] is not missed.
+    fn epoch(&self) -> u64;
+    /// Waits until a notification after `seen`, or `timeout`.
+    fn wait(&self, seen: u64, timeout: Duration);
+}
+
+/// The in-process [`Wake`]: a counter and a condition variable.
+#[derive(Debug, Default)]
+pub struct LocalWake {
+    count: Mutex<u64>,
+    cond: Condvar,
+}
+
+impl Wake for LocalWake {
+    fn notify(&self) {
+        if let Ok(mut n) = self.count.lock() {
+            *n += 1;
+        }
+        self.cond.notify_all();
+    }
+
+    fn epoch(&self) -> u64 {
+        self.count.lock().map(|n| *n).unwrap_or(0)
+    }
+
+    fn wait(&self, seen: u64, timeout: Duration) {
+        if let Ok(guard) = self.count.lock() {
+            let _ = self.cond.wait_timeout_while(guard, timeout, |n| *n == seen);
+        }
     }
 }
 
@@ -381,6 +449,10 @@ pub struct NewOrgOwner<'a> {
 /// Every record of the host. Object-safe and synchronous; see the module's documentation for the
 /// rules every backend keeps.
 pub trait Store: Send + Sync {
+    /// The signal that wakes this process's idle workers when work is due: the same object for
+    /// every call. It reaches the workers of other processes when the backend can (Postgres).
+    fn wake(&self) -> Arc<dyn Wake>;
+
     // ---- organisations, members, keys (the admin CLI) ----
 
     /// Whether the store holds no organisation yet (a fresh installation).
@@ -511,6 +583,13 @@ pub trait Store: Send + Sync {
         job_id: &str,
         transcript_id: Option<&str>,
     ) -> StoreResult<Option<StoredWords>>;
+    /// The id and revision of a job's ready transcript (the original when `transcript_id` is
+    /// `None`), without its words.
+    fn transcript_head(
+        &self,
+        job_id: &str,
+        transcript_id: Option<&str>,
+    ) -> StoreResult<Option<(String, i64)>>;
     /// The ready transcripts of a job, the original first.
     fn ready_transcripts(&self, job_id: &str) -> StoreResult<Vec<TranscriptInfo>>;
     /// Ids of the jobs in `uploading`.

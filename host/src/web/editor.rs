@@ -19,9 +19,11 @@ use serde_json::{json, Value};
 
 use crate::api::results::{job_frame_rate, job_settings, subtitle_format, subtitle_response};
 use crate::http::{App, Body};
-use crate::store::{JobRow, Member, Saved, StoredWords};
+use crate::store::{JobRow, Member, Saved};
 use crate::util::{is_id, now_ms, rfc3339};
-use crate::words::{decode, encode};
+use crate::words::{decode, encode, encode_indexed, splice_encoded};
+
+use super::cache::{self, Stored, View, ViewKey};
 
 use super::{
     check_csrf, db, esc, field, html, json_ok, page as html_page, require_session, respond_bytes,
@@ -155,13 +157,190 @@ fn transcript_param(pairs: &[(String, String)]) -> Result<Option<String>, WebErr
     }
 }
 
-/// Everything the editor shows for one transcript of a job, as JSON.
+/// The words of a job's ready transcript at its current revision (the original when `transcript`
+/// is `None`): kept in memory from an earlier request, else read and decoded.
+fn load_stored(
+    c: &dyn crate::store::Store,
+    job_id: &str,
+    transcript: Option<&str>,
+) -> Result<(String, i64, Arc<Stored>), WebError> {
+    let (tid, revision) = c
+        .transcript_head(job_id, transcript)?
+        .ok_or(WebError::NotFound)?;
+    if let Some(kept) = cache::stored(&tid, revision) {
+        return Ok((tid, revision, kept));
+    }
+    let stored = c
+        .transcript_words(job_id, Some(&tid))?
+        .ok_or(WebError::NotFound)?;
+    let words = decode(&stored.words)
+        .ok_or_else(|| WebError::Internal(format!("words of {}", stored.transcript_id)))?;
+    // Encoded again rather than kept as read: splices need this server's own encoding.
+    let (encoded, offsets) = encode_indexed(&words);
+    let kept = Arc::new(Stored {
+        words,
+        encoded,
+        offsets,
+    });
+    cache::keep(&stored.transcript_id, stored.revision, kept.clone(), None);
+    Ok((stored.transcript_id, stored.revision, kept))
+}
+
+/// The labelled signals of `cues[lo..hi]` (the QC of `cues[lo..hi + 1]`: a cue's gap and
+/// chaining findings look at the next cue), with each cue's error and warning count.
+fn signals(
+    cues: &[cuecraft_engine::Cue],
+    (lo, hi): (usize, usize),
+    style: &QcStyle,
+    fr: cuecraft_engine::FrameRate,
+) -> (Vec<Vec<Value>>, Vec<(u32, u32)>) {
+    let report = check(&cues[lo..(hi + 1).min(cues.len())], style, fr);
+    let mut warnings: Vec<Vec<Value>> = vec![Vec::new(); hi - lo];
+    let mut counts = vec![(0u32, 0u32); hi - lo];
+    for f in &report.findings {
+        let (Some(list), Some(n)) = (warnings.get_mut(f.cue), counts.get_mut(f.cue)) else {
+            continue;
+        };
+        match f.level {
+            cuecraft_engine::qc::Level::Error => n.0 += 1,
+            cuecraft_engine::qc::Level::Warning => n.1 += 1,
+        }
+        if list.iter().any(|w| w["rule"] == f.rule.id()) {
+            continue;
+        }
+        list.push(json!({
+            "rule": f.rule.id(),
+            "level": f.level.as_str(),
+            "label": rule_label(f.rule, style),
+            "message": f.message,
+        }));
+    }
+    (warnings, counts)
+}
+
+/// Lays out `words` for the editor: cues, each one's first stored word, its labelled signals and
+/// (beside a clean version or translation) the original's text over the same time. With the
+/// view of the words before an edit (`previous`, same settings), the QC runs only over the cues
+/// the layout changed and their neighbours; the other cues keep their signals (a cue's findings
+/// depend on it and the next cue only).
+fn build_view(
+    words: &[Word],
+    settings: &cuecraft_engine::Settings,
+    fr: cuecraft_engine::FrameRate,
+    source: Option<&[cuecraft_engine::Cue]>,
+    key: ViewKey,
+    previous: Option<&View>,
+) -> View {
+    let cues = layout(words, settings, fr);
+    // Live warnings: the engine's QC rules against what the job's settings promise, one labelled
+    // signal per rule and cue (the same check `cuecraft check` runs).
+    let style = QcStyle::from_settings(settings, words);
+    let n = cues.len();
+    let previous = previous.filter(|p| p.key == key && p.style_cps == style.max_cps);
+    let (warnings, counts) = match previous {
+        Some(old) => {
+            let p = old.cues.len();
+            let same = |a: &cuecraft_engine::Cue, b: &cuecraft_engine::Cue| {
+                a.start == b.start
+                    && a.end == b.end
+                    && a.speaker == b.speaker
+                    && a.lines == b.lines
+                    && a.words == b.words
+            };
+            let mut head = 0;
+            while head < p.min(n) && same(&cues[head], &old.cues[head]) {
+                head += 1;
+            }
+            let mut tail = 0;
+            while tail < p.min(n) - head && same(&cues[n - 1 - tail], &old.cues[p - 1 - tail]) {
+                tail += 1;
+            }
+            // The changed cues and the one before them (its gap to the next may have changed).
+            let lo = head.saturating_sub(1);
+            let hi = n - tail;
+            let (mid_w, mid_c) = signals(&cues, (lo, hi), &style, fr);
+            let mut warnings = Vec::with_capacity(n);
+            let mut counts = Vec::with_capacity(n);
+            warnings.extend_from_slice(&old.warnings[..lo]);
+            counts.extend_from_slice(&old.counts[..lo]);
+            warnings.extend(mid_w);
+            counts.extend(mid_c);
+            warnings.extend_from_slice(&old.warnings[p - tail..]);
+            counts.extend_from_slice(&old.counts[p - tail..]);
+            (warnings, counts)
+        }
+        None => signals(&cues, (0, n), &style, fr),
+    };
+    let sources = source
+        .map(|s| overlapping_text(&cues, s))
+        .unwrap_or_default();
+    let mut starts = Vec::with_capacity(cues.len());
+    let mut from = 0usize;
+    for cue in &cues {
+        starts.push(from);
+        from = (from + cue.words.len()).min(words.len());
+    }
+    View {
+        key,
+        starts,
+        errors: counts.iter().map(|c| c.0 as usize).sum(),
+        warning_count: counts.iter().map(|c| c.1 as usize).sum(),
+        cues,
+        warnings,
+        counts,
+        sources,
+        style_cps: style.max_cps,
+        word_count: words.len(),
+    }
+}
+
+/// What the editor's view of transcript `transcript_id` is laid out under.
+fn view_key(
+    c: &dyn crate::store::Store,
+    job: &JobRow,
+    transcript_id: &str,
+) -> Result<ViewKey, WebError> {
+    let fr = job_frame_rate(job);
+    // Beside a clean version or a translation: the original's text over the same time.
+    let original = c.transcript_head(&job.id, None)?;
+    Ok(ViewKey {
+        settings: job.settings.clone(),
+        frame_rate: (fr.num, fr.den),
+        source: original.filter(|(id, _)| id != transcript_id),
+    })
+}
+
+/// The original's cues a view under `key` shows beside its own (none beside the original).
+fn source_cues(
+    c: &dyn crate::store::Store,
+    job: &JobRow,
+    key: &ViewKey,
+    settings: &cuecraft_engine::Settings,
+) -> Result<Option<Vec<cuecraft_engine::Cue>>, WebError> {
+    let Some((sid, _)) = &key.source else {
+        return Ok(None);
+    };
+    let (sid, srev, sw) = load_stored(c, &job.id, Some(sid))?;
+    let own_key = ViewKey {
+        source: None,
+        ..key.clone()
+    };
+    Ok(Some(match cache::view(&sid, srev, &own_key) {
+        Some(v) => v.cues.clone(),
+        None => layout(&sw.words, settings, job_frame_rate(job)),
+    }))
+}
+
+/// Everything the editor shows for one transcript of a job, as JSON. `loaded` is the transcript
+/// an edit just saved (id, revision, words); with `before`, the view of the revision the edit was
+/// made on, the answer carries only the cues that changed (`patch`).
 fn editor_json(
     app: &App,
     c: &dyn crate::store::Store,
     job: &JobRow,
     transcript: Option<&str>,
-    preloaded: Option<(String, i64, Vec<Word>)>,
+    loaded: Option<(String, i64, Arc<Stored>)>,
+    before: Option<Arc<View>>,
 ) -> Result<Vec<u8>, WebError> {
     let (video, audio, peaks) = crate::pipeline::editor_media_paths(&app.config.data_dir, &job.id);
     let media = if video.is_file() {
@@ -191,7 +370,8 @@ fn editor_json(
     if job.status != "ready" {
         return to_bytes(&EditorData {
             meta: out,
-            cues: Vec::new(),
+            cues: Some(Vec::new()),
+            patch: None,
         });
     }
     let list = c.ready_transcripts(&job.id)?;
@@ -200,52 +380,33 @@ fn editor_json(
             .map(|t| json!({"id": t.id, "kind": t.kind, "language": t.language, "label": t.label}))
             .collect(),
     );
-    let (transcript_id, revision, words) = match preloaded {
-        Some(p) => p,
-        None => {
-            let Some(stored) = c.transcript_words(&job.id, transcript)? else {
-                return Err(WebError::NotFound);
-            };
-            let words = decode(&stored.words)
-                .ok_or_else(|| WebError::Internal(format!("words of {}", stored.transcript_id)))?;
-            (stored.transcript_id, stored.revision, words)
-        }
+    let (transcript_id, revision, stored) = match loaded {
+        Some(l) => l,
+        None => load_stored(c, &job.id, transcript)?,
     };
+    let words = &stored.words;
     let settings = job_settings(job).map_err(|e| WebError::Internal(e.message()))?;
-    let cues = layout(&words, &settings, fr);
-    // Live warnings: the engine's QC rules against what the job's settings promise, one labelled
-    // signal per rule and cue (the same check `cuecraft check` runs).
-    let style = QcStyle::from_settings(&settings, &words);
-    let report = check(&cues, &style, fr);
-    let mut warnings: Vec<Vec<Value>> = vec![Vec::new(); cues.len()];
-    for f in &report.findings {
-        if let Some(list) = warnings.get_mut(f.cue) {
-            if list.iter().any(|w| w["rule"] == f.rule.id()) {
-                continue;
-            }
-            list.push(json!({
-                "rule": f.rule.id(),
-                "level": f.level.as_str(),
-                "label": rule_label(f.rule, &style),
-                "message": f.message,
-            }));
+    let key = view_key(c, job, &transcript_id)?;
+    let view = match cache::view(&transcript_id, revision, &key) {
+        Some(v) => v,
+        None => {
+            let source = source_cues(c, job, &key, &settings)?;
+            Arc::new(build_view(
+                words,
+                &settings,
+                fr,
+                source.as_deref(),
+                key,
+                None,
+            ))
         }
-    }
-    // Beside a clean version or a translation: the original's text over the same time.
-    let original = list.iter().find(|t| t.kind == "original");
-    let sources: Vec<String> = match original {
-        Some(o) if o.id != transcript_id => {
-            let stored = c.transcript_words(&job.id, Some(&o.id))?;
-            let source_words = stored.and_then(|s| decode(&s.words)).unwrap_or_default();
-            overlapping_text(&cues, &layout(&source_words, &settings, fr))
-        }
-        _ => Vec::new(),
     };
-    let mut from = 0usize;
-    let mut list_json = Vec::with_capacity(cues.len());
-    for (k, cue) in cues.iter().enumerate() {
+    cache::keep(&transcript_id, revision, stored.clone(), Some(view.clone()));
+    let cue_out = |k: usize| {
+        let cue = &view.cues[k];
+        let from = view.starts[k];
         let to = (from + cue.words.len()).min(words.len());
-        list_json.push(CueOut {
+        CueOut {
             index: cue.index,
             start: cue.start.0,
             end: cue.end.0,
@@ -269,11 +430,10 @@ fn editor_json(
                     }
                 })
                 .collect(),
-            warnings: warnings.get(k).map(Vec::as_slice).unwrap_or_default(),
-            source: sources.get(k).map(String::as_str),
-        });
-        from = to;
-    }
+            warnings: view.warnings.get(k).map(Vec::as_slice).unwrap_or_default(),
+            source: view.sources.get(k).map(String::as_str),
+        }
+    };
     let kind = list
         .iter()
         .find(|t| t.id == transcript_id)
@@ -286,8 +446,8 @@ fn editor_json(
         "wordCount": words.len(),
     });
     out["qc"] = json!({
-        "errors": report.summary.errors,
-        "warnings": report.summary.warnings,
+        "errors": view.errors,
+        "warnings": view.warning_count,
     });
     out["settings"] = json!({
         "formatSubtitles": settings.format_subtitles,
@@ -303,9 +463,25 @@ fn editor_json(
         "minDuration": settings.min_duration.map(|m| m.as_secs_f64()),
         "maxDuration": settings.max_duration.map(|m| m.as_secs_f64()),
     });
+    let (cues, patch) = match before.filter(|b| b.key == view.key) {
+        Some(old) => {
+            let (from, remove, insert) = view.changed_since(&old);
+            let patch = Patch {
+                from,
+                remove,
+                cues: (from..from + insert).map(cue_out).collect(),
+                word_delta: view.word_count as i64 - old.word_count as i64,
+                cue_count: view.cues.len(),
+                base_cue_count: old.cues.len(),
+            };
+            (None, Some(patch))
+        }
+        None => (Some((0..view.cues.len()).map(cue_out).collect()), None),
+    };
     to_bytes(&EditorData {
         meta: out,
-        cues: list_json,
+        cues,
+        patch,
     })
 }
 
@@ -337,12 +513,31 @@ struct CueOut<'a> {
 }
 
 /// The editor's data: the small fields as a JSON object, the cues serialized straight from the
-/// layout (a 10-hour transcript has 100,000 words: no JSON tree is built for them).
+/// layout (a 10-hour transcript has 100,000 words: no JSON tree is built for them). An edit's
+/// answer may carry a `patch` instead of `cues`.
 #[derive(serde::Serialize)]
 struct EditorData<'a> {
     #[serde(flatten)]
     meta: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cues: Option<Vec<CueOut<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    patch: Option<Patch<'a>>,
+}
+
+/// The cues an edit changed: cues `from..from + remove` of the revision the edit was made on are
+/// replaced by `cues`; every later cue keeps its content, its number moves by the difference in
+/// cue count and its word indices by `wordDelta`.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Patch<'a> {
+    from: usize,
+    remove: usize,
     cues: Vec<CueOut<'a>>,
+    word_delta: i64,
+    cue_count: usize,
+    /// The number of cues the patch applies to (the page checks it holds that many).
+    base_cue_count: usize,
 }
 
 fn to_bytes(data: &EditorData<'_>) -> Result<Vec<u8>, WebError> {
@@ -385,7 +580,7 @@ pub async fn data(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
     let app2 = app.clone();
     let value = db(app, move |c| {
         let job = visible(c, &viewer, &jid)?;
-        editor_json(&app2, c, &job, transcript.as_deref(), None)
+        editor_json(&app2, c, &job, transcript.as_deref(), None, None)
     })
     .await?;
     Ok(json_bytes(value))
@@ -742,48 +937,87 @@ pub fn apply_op(words: &mut Vec<Word>, op: &Value, frame: Millis) -> Result<Stri
     }
 }
 
-/// Saves `words` as the next revision when the transcript is still at `expected`.
+/// Saves `words` (the words of `stored` after an operation) as the next revision when the
+/// transcript is still at `expected`: the history gets the one splice that changed, the stored
+/// text is the old one spliced. Answers the editor data, only the changed cues when the body asks
+/// for a patch (`"answer": "patch"`).
 #[allow(clippy::too_many_arguments)]
 fn save(
     app: &App,
     c: &dyn crate::store::Store,
     job: &JobRow,
-    stored: &StoredWords,
+    transcript_id: &str,
     expected: i64,
-    old: &[Word],
-    words: &[Word],
+    stored: &Stored,
+    words: Vec<Word>,
     member: &Member,
     note: &str,
+    body: &Value,
 ) -> Result<Vec<u8>, WebError> {
-    let saved = c.save_words(&crate::store::WordsEdit {
-        job_id: &job.id,
-        transcript_id: &stored.transcript_id,
-        expected,
-        words: &encode(words),
-        change: &splice_diff(old, words),
-        member_id: &member.id,
-        note,
-        now: now_ms(),
-    })?;
-    match saved {
+    let (from, remove, insert) = splice_range(&stored.words, &words);
+    let inserted = &words[from..from + insert];
+    let (encoded, offsets) =
+        splice_encoded(&stored.encoded, &stored.offsets, from, remove, inserted)
+            .ok_or_else(|| WebError::Internal("stored word offsets".into()))?;
+    let change = splice_json(from, remove, inserted);
+    let settings = job_settings(job).map_err(|e| WebError::Internal(e.message()))?;
+    let key = view_key(c, job, transcript_id)?;
+    let previous = cache::view(transcript_id, expected, &key);
+    let before = (body.get("answer").and_then(Value::as_str) == Some("patch"))
+        .then(|| previous.clone())
+        .flatten();
+    let source = source_cues(c, job, &key, &settings)?;
+    let fr = job_frame_rate(job);
+    // The new words are laid out while the database stores them: the two take about as long.
+    let (saved, view) = std::thread::scope(|s| {
+        let laying_out = s.spawn(|| {
+            let previous = previous.as_deref();
+            build_view(&words, &settings, fr, source.as_deref(), key, previous)
+        });
+        let saved = c.save_words(&crate::store::WordsEdit {
+            job_id: &job.id,
+            transcript_id,
+            expected,
+            words: &encoded,
+            change: &change,
+            member_id: &member.id,
+            note,
+            now: now_ms(),
+        });
+        (saved, laying_out.join())
+    });
+    let view = view.map_err(|_| WebError::Internal("the layout panicked".into()))?;
+    match saved? {
         Saved::Revision(revision) => {
-            // The words just saved are laid out as they are: no second read and decode.
             let job = c.job(&job.id)?.ok_or(WebError::NotFound)?;
-            let preloaded = (stored.transcript_id.clone(), revision, words.to_vec());
-            editor_json(app, c, &job, None, Some(preloaded))
+            let kept = Arc::new(Stored {
+                words,
+                encoded,
+                offsets,
+            });
+            // The words just saved and their view are kept: no second read, decode or layout.
+            cache::keep(transcript_id, revision, kept.clone(), Some(Arc::new(view)));
+            editor_json(
+                app,
+                c,
+                &job,
+                None,
+                Some((transcript_id.to_string(), revision, kept)),
+                before,
+            )
         }
         Saved::Conflict(rev) => Err(WebError::Conflict(rev)),
     }
 }
 
-/// Loads what an edit needs: the job (visible, ready), the transcript's stored words, and checks
-/// the revision the edit was made on.
+/// Loads what an edit needs: the job (visible, ready), the transcript's words, and checks the
+/// revision the edit was made on.
 fn load_for_edit(
     c: &dyn crate::store::Store,
     viewer: &Member,
     id: &str,
     body: &Value,
-) -> Result<(JobRow, StoredWords, i64, Vec<Word>), WebError> {
+) -> Result<(JobRow, String, i64, Arc<Stored>), WebError> {
     let job = visible(c, viewer, id)?;
     if job.status != "ready" {
         return Err(WebError::BadRequest("The project is not ready yet.".into()));
@@ -797,17 +1031,20 @@ fn load_for_edit(
         .get("revision")
         .and_then(Value::as_i64)
         .ok_or_else(|| WebError::BadRequest("`revision` is required.".into()))?;
-    let stored = c
-        .transcript_words(id, transcript.as_deref())?
+    let (tid, revision) = c
+        .transcript_head(id, transcript.as_deref())?
         .ok_or(WebError::NotFound)?;
-    if stored.revision != expected {
-        return Err(WebError::Conflict(stored.revision));
+    if revision != expected {
+        return Err(WebError::Conflict(revision));
     }
-    let words = decode(&stored.words).ok_or_else(|| WebError::Internal("stored words".into()))?;
-    Ok((job, stored, expected, words))
+    let (tid, revision, stored) = load_stored(c, id, Some(&tid))?;
+    if revision != expected {
+        return Err(WebError::Conflict(revision));
+    }
+    Ok((job, tid, expected, stored))
 }
 
-/// POST /editor/{id}/edit: `{transcript, revision, op, ...}`; answers the editor data.
+/// POST /editor/{id}/edit: `{transcript, revision, op, ..., answer?}`; answers the editor data.
 pub async fn edit(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response<Body>, WebError> {
     check_id(id)?;
     let session = require_session(app, req).await?;
@@ -817,19 +1054,19 @@ pub async fn edit(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
     let app2 = app.clone();
     let value = db(app, move |c| {
         let member = session.member;
-        let (job, stored, expected, old) = load_for_edit(c, &member, &jid, &body)?;
+        let (job, tid, expected, stored) = load_for_edit(c, &member, &jid, &body)?;
         let frame = job_frame_rate(&job).frames_duration(1);
-        let mut words = old.clone();
+        let mut words = stored.words.clone();
         let note = apply_op(&mut words, &body, frame)?;
         save(
-            &app2, c, &job, &stored, expected, &old, &words, &member, &note,
+            &app2, c, &job, &tid, expected, &stored, words, &member, &note, &body,
         )
     })
     .await?;
     Ok(json_bytes(value))
 }
 
-/// POST /editor/{id}/restore: `{transcript, revision, restore, note?}` saves an earlier
+/// POST /editor/{id}/restore: `{transcript, revision, restore, note?, answer?}` saves an earlier
 /// revision's words as a new revision (restore, undo and redo).
 pub async fn restore(
     app: &Arc<App>,
@@ -844,12 +1081,12 @@ pub async fn restore(
     let app2 = app.clone();
     let value = db(app, move |c| {
         let member = session.member;
-        let (job, stored, expected, current) = load_for_edit(c, &member, &jid, &body)?;
+        let (job, tid, expected, stored) = load_for_edit(c, &member, &jid, &body)?;
         let wanted = body
             .get("restore")
             .and_then(Value::as_i64)
             .ok_or_else(|| WebError::BadRequest("`restore` must be a revision.".into()))?;
-        let entries = c.revision_entries(&stored.transcript_id, wanted)?;
+        let entries = c.revision_entries(&tid, wanted)?;
         if entries.is_empty() {
             return Err(WebError::BadRequest(format!(
                 "There is no revision {wanted}."
@@ -862,7 +1099,7 @@ pub async fn restore(
             _ => format!("Restored revision {wanted}"),
         };
         save(
-            &app2, c, &job, &stored, expected, &current, &words, &member, &note,
+            &app2, c, &job, &tid, expected, &stored, words, &member, &note, &body,
         )
     })
     .await?;
@@ -943,7 +1180,7 @@ pub async fn settings(
             Some(t) if is_id(t) => Some(t.to_string()),
             _ => None,
         };
-        editor_json(&app2, c, &job, transcript.as_deref(), None)
+        editor_json(&app2, c, &job, transcript.as_deref(), None, None)
     })
     .await?;
     Ok(json_bytes(value))
@@ -1094,7 +1331,7 @@ pub async fn add_translation(
         };
         let tid = c.add_translation(&jid, &language, &label, &encode(&words), now_ms())?;
         let job = c.job(&jid)?.ok_or(WebError::NotFound)?;
-        editor_json(&app2, c, &job, Some(&tid), None)
+        editor_json(&app2, c, &job, Some(&tid), None, None)
     })
     .await?;
     Ok(json_bytes(value))
@@ -1130,10 +1367,9 @@ fn base64_decode(s: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// The change from `old` to `new` as one splice, for the revision history:
-/// `{"from":i,"remove":n,"insert":[stored words]}` (the words between their common start and
-/// common end), so a history entry of a 10-hour transcript is the size of the edit, not 5 MB.
-pub fn splice_diff(old: &[Word], new: &[Word]) -> String {
+/// Where `new` differs from `old`: `(from, remove, insert)`, the words between their common
+/// start and common end (`old[from..from + remove]` became `new[from..from + insert]`).
+pub fn splice_range(old: &[Word], new: &[Word]) -> (usize, usize, usize) {
     let mut from = 0;
     while from < old.len() && from < new.len() && old[from] == new[from] {
         from += 1;
@@ -1145,11 +1381,23 @@ pub fn splice_diff(old: &[Word], new: &[Word]) -> String {
     {
         tail += 1;
     }
-    let insert = encode(&new[from..new.len() - tail]);
+    (from, old.len() - tail - from, new.len() - tail - from)
+}
+
+/// A history entry: `{"from":i,"remove":n,"insert":[stored words]}`, so an entry of a 10-hour
+/// transcript is the size of the edit, not 5 MB.
+fn splice_json(from: usize, remove: usize, insert: &[Word]) -> String {
     format!(
-        "{{\"from\":{from},\"remove\":{},\"insert\":{insert}}}",
-        old.len() - tail - from
+        "{{\"from\":{from},\"remove\":{remove},\"insert\":{}}}",
+        encode(insert)
     )
+}
+
+/// The change from `old` to `new` as one splice, for the revision history.
+#[cfg(test)]
+pub fn splice_diff(old: &[Word], new: &[Word]) -> String {
+    let (from, remove, insert) = splice_range(old, new);
+    splice_json(from, remove, &new[from..from + insert])
 }
 
 /// The words of a revision from its history entries: the first whole, each later one a splice.
@@ -1236,6 +1484,54 @@ mod tests {
             ]),
             None
         );
+    }
+
+    proptest::proptest! {
+        /// After an edit, the view built from the previous one (QC over the changed cues only)
+        /// is the view built from nothing.
+        #[test]
+        fn a_view_built_on_the_previous_one_equals_a_fresh_view(
+            lens in proptest::collection::vec(1usize..9, 1..40),
+            pauses in proptest::collection::vec(0i64..3000, 40),
+            at in 0usize..400,
+            op in 0u8..4,
+            gap in 0u32..4,
+        ) {
+            let mut words = Vec::new();
+            let mut t = 0;
+            for (s, n) in lens.iter().enumerate() {
+                for k in 0..*n {
+                    let text = if k + 1 == *n { format!("end{s}.") } else { format!("word{k}") };
+                    words.push(Word::new(text, Millis(t), Millis(t + 280), (s % 3 == 0) as u32));
+                    t += 300;
+                }
+                t += pauses[s % pauses.len()];
+            }
+            let settings = cuecraft_engine::Settings {
+                min_frames_between_subtitles: gap,
+                ..Default::default()
+            };
+            let fr = cuecraft_engine::FrameRate::FPS_25;
+            let key = ViewKey { settings: String::new(), frame_rate: (25, 1), source: None };
+            let old = build_view(&words, &settings, fr, None, key.clone(), None);
+            let at = 1 + at % (words.len().max(2) - 1).max(1);
+            let mut edited = words.clone();
+            let to = at.min(edited.len());
+            let result = match op {
+                0 => apply_op(&mut edited, &json!({"op": "split", "at": at}), Millis(40)),
+                1 => apply_op(&mut edited, &json!({"op": "text", "from": at - 1, "to": to, "text": "a much longer replacement, with several words."}), Millis(40)),
+                2 => apply_op(&mut edited, &json!({"op": "nudge", "from": at - 1, "to": to, "edge": "end", "frames": -1}), Millis(40)),
+                _ => apply_op(&mut edited, &json!({"op": "text", "from": at - 1, "to": to, "text": "x"}), Millis(40)),
+            };
+            proptest::prop_assume!(result.is_ok());
+            let fresh = build_view(&edited, &settings, fr, None, key.clone(), None);
+            let built = build_view(&edited, &settings, fr, None, key, Some(&old));
+            proptest::prop_assert_eq!(&built.cues, &fresh.cues);
+            proptest::prop_assert_eq!(&built.warnings, &fresh.warnings);
+            proptest::prop_assert_eq!(&built.counts, &fresh.counts);
+            proptest::prop_assert_eq!((built.errors, built.warning_count), (fresh.errors, fresh.warning_count));
+            proptest::prop_assert_eq!(&built.starts, &fresh.starts);
+        }
     }
 
     #[test]

@@ -5,10 +5,12 @@
 //! carry the session's CSRF token (a `_csrf` form field or an `X-CSRF-Token` header).
 //!
 //! Rooms: `auth` (sign-in links, passwords, sessions), `projects` (the list), `editor` (the
-//! editor page, its data, media and edits), `align` (edited text onto stored words), `password`.
+//! editor page, its data, media and edits), `align` (edited text onto stored words), `cache`
+//! (recently used transcripts and their views, for the edit round trip), `password`.
 
 mod align;
 mod auth;
+mod cache;
 mod editor;
 mod password;
 mod projects;

@@ -83,117 +83,12 @@ pub fn release(c: &Connection, org_id: &str, key: &str, body_hash: &[u8]) -> rus
 
 #[cfg(test)]
 mod tests {
-    use std::sync::{Arc, Barrier};
-
     use crate::store::sqlite::SqliteStore;
-    use crate::store::{KeyClaim, NewJob, NewOrgOwner, Store, StoreError, IDEMPOTENCY_TTL_MS};
 
-    fn store() -> (tempfile::TempDir, SqliteStore) {
+    #[test]
+    fn the_sqlite_store_keeps_the_idempotency_contract() {
         let dir = tempfile::tempdir().expect("temp dir");
         let store = SqliteStore::open(dir.path()).expect("store");
-        store
-            .create_org_with_owner(&NewOrgOwner {
-                org_id: "o",
-                org_name: "Org",
-                max_bytes: 1 << 30,
-                max_seconds: 36000.0,
-                member_id: "m",
-                email: "m@example.com",
-                key_id: "k",
-                key_hash: b"hash",
-                now: 0,
-            })
-            .expect("org");
-        (dir, store)
-    }
-
-    fn job(id: &str) -> NewJob {
-        NewJob {
-            id: id.into(),
-            org_id: "o".into(),
-            owner_member_id: "m".into(),
-            api_key_id: "k".into(),
-            folder_id: None,
-            preset_id: None,
-            name: "n".into(),
-            filename: "n.wav".into(),
-            content_type: "audio/wav".into(),
-            size_bytes: 10,
-            declared_seconds: 1.0,
-            price_cents_per_minute: 1,
-            settings: "{}".into(),
-            language: "en".into(),
-            upload_expires_at: 0,
-            created_at: 0,
-        }
-    }
-
-    #[test]
-    fn a_key_is_new_in_flight_replayed_or_reused() {
-        let (_dir, s) = store();
-        let claim = |hash: &[u8], now| s.claim_idempotency_key("o", "key", hash, now).ok();
-        assert_eq!(claim(b"a", 1000), Some(KeyClaim::New));
-        assert_eq!(claim(b"a", 1001), Some(KeyClaim::InFlight));
-        assert_eq!(claim(b"b", 1002), Some(KeyClaim::Reused));
-        s.insert_job_for_key(&job("j1"), "key", b"a", "{\"id\":\"j1\"}")
-            .expect("insert");
-        assert!(s.job("j1").ok().flatten().is_some());
-        assert_eq!(
-            claim(b"a", 1003),
-            Some(KeyClaim::Replay("{\"id\":\"j1\"}".into()))
-        );
-        assert_eq!(claim(b"b", 1004), Some(KeyClaim::Reused));
-        // Another organisation's key of the same name is its own.
-        assert_eq!(
-            s.claim_idempotency_key("o2", "key", b"b", 1005).ok(),
-            Some(KeyClaim::New)
-        );
-        // A day later the key is free again.
-        assert_eq!(claim(b"b", 1000 + IDEMPOTENCY_TTL_MS), Some(KeyClaim::New));
-    }
-
-    #[test]
-    fn a_failed_or_abandoned_claim_frees_the_key() {
-        let (_dir, s) = store();
-        let claim = |now| s.claim_idempotency_key("o", "key", b"a", now).ok();
-        assert_eq!(claim(0), Some(KeyClaim::New));
-        s.release_idempotency_key("o", "key", b"a")
-            .expect("release");
-        assert_eq!(claim(10), Some(KeyClaim::New));
-        assert_eq!(claim(20), Some(KeyClaim::InFlight));
-        // Its request died: after a minute without a response the key is taken afresh, and the
-        // first request can no longer complete it.
-        assert_eq!(claim(70_000), Some(KeyClaim::New));
-        s.insert_job_for_key(&job("j2"), "key", b"a", "second")
-            .expect("the new claim completes");
-        assert!(matches!(
-            s.insert_job_for_key(&job("j3"), "key", b"a", "first"),
-            Err(StoreError::Conflict(_))
-        ));
-        assert!(s.job("j3").ok().flatten().is_none(), "nothing half-written");
-    }
-
-    #[test]
-    fn of_concurrent_claims_exactly_one_is_new() {
-        let (_dir, s) = store();
-        let s = Arc::new(s);
-        let barrier = Arc::new(Barrier::new(16));
-        let handles: Vec<_> = (0..16)
-            .map(|_| {
-                let (s, barrier) = (s.clone(), barrier.clone());
-                std::thread::spawn(move || {
-                    barrier.wait();
-                    s.claim_idempotency_key("o", "race", b"a", 5).ok()
-                })
-            })
-            .collect();
-        let claims: Vec<_> = handles.into_iter().filter_map(|h| h.join().ok()).collect();
-        assert_eq!(claims.len(), 16);
-        let new = claims.iter().filter(|c| **c == Some(KeyClaim::New)).count();
-        let in_flight = claims
-            .iter()
-            .filter(|c| **c == Some(KeyClaim::InFlight))
-            .count();
-        assert_eq!((new, in_flight), (1, 15), "{claims:?}");
+        crate::store::contract::idempotency(&store);
     }
 }

@@ -13,15 +13,15 @@ pub mod ledger;
 pub mod web;
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
 use crate::store::{
-    Caller, CleanSource, Formatted, JobRow, KeyClaim, Member, NewJob, NewOrgOwner, ProjectQuery,
-    ProjectRow, Recognized, RevisionRow, Saved, Session, Store, StoreError, StoreResult,
-    StoredWords, Task, TranscriptInfo, TranscriptRow, WordsEdit,
+    Caller, CleanSource, Formatted, JobRow, KeyClaim, LocalWake, Member, NewJob, NewOrgOwner,
+    ProjectQuery, ProjectRow, Recognized, RevisionRow, Saved, Session, Store, StoreError,
+    StoreResult, StoredWords, Task, TranscriptInfo, TranscriptRow, Wake, WordsEdit,
 };
 
 /// File name of the main database inside the data directory.
@@ -261,6 +261,7 @@ pub struct SqliteStore {
     billing_path: PathBuf,
     pool: Mutex<Vec<Connection>>,
     billing: Mutex<Option<Connection>>,
+    wake: Arc<LocalWake>,
 }
 
 impl SqliteStore {
@@ -279,6 +280,7 @@ impl SqliteStore {
             billing_path,
             pool: Mutex::new(vec![main]),
             billing: Mutex::new(Some(billing)),
+            wake: Arc::new(LocalWake::default()),
         })
     }
 
@@ -366,6 +368,10 @@ fn exists(c: &Connection, sql: &str, args: impl rusqlite::Params) -> rusqlite::R
 }
 
 impl Store for SqliteStore {
+    fn wake(&self) -> Arc<dyn Wake> {
+        self.wake.clone()
+    }
+
     fn is_empty(&self) -> StoreResult<bool> {
         self.main(|c| web::is_empty(c))
     }
@@ -665,6 +671,14 @@ impl Store for SqliteStore {
         self.main(|c| web::transcript_words(c, job_id, transcript_id))
     }
 
+    fn transcript_head(
+        &self,
+        job_id: &str,
+        transcript_id: Option<&str>,
+    ) -> StoreResult<Option<(String, i64)>> {
+        self.main(|c| web::transcript_head(c, job_id, transcript_id))
+    }
+
     fn ready_transcripts(&self, job_id: &str) -> StoreResult<Vec<TranscriptInfo>> {
         self.main(|c| web::ready_transcripts(c, job_id))
     }
@@ -852,7 +866,6 @@ impl Store for SqliteStore {
 mod tests {
     use super::*;
     use std::collections::HashSet;
-    use std::sync::Arc;
 
     fn store() -> (tempfile::TempDir, SqliteStore) {
         let dir = tempfile::tempdir().expect("temp dir");

@@ -351,6 +351,23 @@ pub fn transcript_words(
         .optional()
 }
 
+/// The id and revision of a job's ready transcript (the original when `transcript_id` is `None`),
+/// without its words.
+pub fn transcript_head(
+    c: &Connection,
+    job_id: &str,
+    transcript_id: Option<&str>,
+) -> rusqlite::Result<Option<(String, i64)>> {
+    let sql = "SELECT id, revision FROM transcripts
+               WHERE job_id = ?1 AND status = 'ready'
+                 AND ((?2 IS NULL AND kind = 'original') OR id = ?2)";
+    c.prepare_cached(sql)?
+        .query_row(params![job_id, transcript_id], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .optional()
+}
+
 /// Stores new words for a transcript at `expected` revision: one transaction bumps the revision
 /// (compare-and-swap), appends `change` to the revision history (the words as recognised are
 /// recorded whole as revision 0 before the first edit; later entries hold what changed), and

@@ -67,6 +67,16 @@ async function load() {
 }
 
 function apply(data) {
+  const patched = data.patch && state.data?.cues && patchCues(data.patch);
+  if (data.patch && !patched) {
+    // The page's cues are not the ones the patch was made against: load them whole.
+    load();
+    return;
+  }
+  if (patched) {
+    data.cues = state.data.cues;
+    delete data.patch;
+  }
   state.data = data;
   $("job-status").textContent = data.job.status;
   $("job-status").className = `status status-${data.job.status}`;
@@ -79,7 +89,7 @@ function apply(data) {
     saveState(`Waiting for the job (${data.job.status})…`);
   }
   renderTranscripts();
-  renderCues();
+  if (!patched) renderCues();
   fillSettings();
   const qc = data.qc;
   $("qc").textContent = qc ? `${qc.errors} errors · ${qc.warnings} warnings` : "";
@@ -121,9 +131,53 @@ function renderCues() {
   markSelection();
 }
 
+// An edit's answer carries only the cues that changed: cues [from, from + remove) of the page's
+// list are replaced, the later ones keep their content and move their numbers and word indices.
+// False when the page does not hold the cues the patch was made against.
+function patchCues(p) {
+  const cues = state.data.cues;
+  if (cues.length !== p.baseCueCount || p.from + p.remove > cues.length) return false;
+  const dk = p.cues.length - p.remove;
+  const dw = p.wordDelta;
+  const list = $("cues");
+  const items = Array.from(list.children);
+  if (items.length !== cues.length) return false;
+  for (let k = p.from + p.remove; k < cues.length; k++) {
+    const c = cues[k];
+    c.index += dk;
+    if (dw !== 0) {
+      c.from += dw;
+      c.to += dw;
+      for (const w of c.words) w.i += dw;
+    }
+  }
+  cues.splice(p.from, p.remove, ...p.cues);
+  const before = items[p.from + p.remove] ?? null;
+  for (const li of items.slice(p.from, p.from + p.remove)) li.remove();
+  const fresh = document.createDocumentFragment();
+  p.cues.forEach((c, n) => fresh.append(renderCue(c, p.from + n)));
+  list.insertBefore(fresh, before);
+  if (dk !== 0 || dw !== 0) {
+    const now = list.children;
+    for (let k = p.from + p.cues.length; k < cues.length; k++) {
+      const li = now[k];
+      li.dataset.k = String(k);
+      li.querySelector(".idx").textContent = String(cues[k].index);
+      li.setAttribute("aria-label", cueLabel(cues[k]));
+      if (dw !== 0) for (const s of li.querySelectorAll(".w[data-i]")) s.dataset.i = String(Number(s.dataset.i) + dw);
+    }
+  }
+  if (state.cue >= cues.length) state.cue = Math.max(0, cues.length - 1);
+  return true;
+}
+
+function cueLabel(cue) {
+  return `Cue ${cue.index}, ${fmt(cue.start)} to ${fmt(cue.end)}`;
+}
+
 function renderCue(cue, k) {
   const li = el("li", { class: "cue", tabIndex: 0, "data-k": String(k) });
-  li.setAttribute("aria-label", `Cue ${cue.index}, ${fmt(cue.start)} to ${fmt(cue.end)}`);
+  li.setAttribute("aria-label", cueLabel(cue));
   const text = el("div", { class: "text" });
   // The lines as laid out; each word of the cue a clickable span in the line it ends up on. When
   // the layout showed a word in pieces (a word longer than a line), the words are shown instead.
@@ -236,7 +290,7 @@ async function post(path, body) {
 
 async function edit(op) {
   const before = state.revision;
-  const data = await post("edit", op);
+  const data = await post("edit", { ...op, answer: "patch" });
   if (!data) return false;
   state.undo.push(before);
   state.redo = [];
@@ -246,7 +300,7 @@ async function edit(op) {
 
 async function restoreTo(revision, note) {
   const current = state.revision;
-  const data = await post("restore", { restore: revision, note });
+  const data = await post("restore", { restore: revision, note, answer: "patch" });
   if (!data) return false;
   if (note === "undo") state.redo.push(current);
   else if (note === "redo") state.undo.push(current);

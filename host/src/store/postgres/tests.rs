@@ -1,0 +1,690 @@
+//! Tests of the Postgres store on a real server (pgtest: one cluster per test binary, one fresh
+//! database per test).
+
+use std::collections::HashMap;
+use std::sync::{mpsc, Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::store::{Store, StoreError};
+use crate::util::now_ms;
+
+/// A fresh database migrated by the store's own migrations.
+pub(crate) fn fresh() -> cuecraft_pgtest::TestDb {
+    cuecraft_pgtest::fresh_db(|url| {
+        let mut c = postgres::Client::connect(url, postgres::NoTls).map_err(|e| e.to_string())?;
+        migrations::migrate(&mut c)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    })
+}
+
+fn store(db: &cuecraft_pgtest::TestDb) -> PostgresStore {
+    PostgresStore::open(&db.url).unwrap_or_else(|e| panic!("open {}: {e}", db.url))
+}
+
+/// Runs `work` on `n` threads at once, each on its own value made by `make` beforehand (so a
+/// failure to make one fails the test instead of leaving the others at the start line).
+fn race<T: Send, R: Send>(
+    n: usize,
+    make: impl Fn() -> T,
+    work: impl Fn(&mut T) -> R + Sync,
+) -> Vec<R> {
+    let values: Vec<T> = (0..n).map(|_| make()).collect();
+    let barrier = Barrier::new(n);
+    std::thread::scope(|scope| {
+        let threads: Vec<_> = values
+            .into_iter()
+            .map(|mut v| {
+                let (barrier, work) = (&barrier, &work);
+                scope.spawn(move || {
+                    barrier.wait();
+                    work(&mut v)
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
+}
+
+fn enqueue(s: &PostgresStore, job: &str, task: &str) -> bool {
+    s.with(|c| {
+        let mut tx = c.client.transaction()?;
+        let added = queue::enqueue(&mut tx, job, task, now_ms())?;
+        tx.commit()?;
+        Ok(added)
+    })
+    .expect("enqueue")
+}
+
+#[test]
+fn migrations_run_once_even_when_processes_start_together() {
+    let db = fresh();
+    // The template is migrated: nothing is left to apply, from any number of racing starts.
+    let applied: Vec<u32> = race(
+        4,
+        || db.connect(),
+        |c| migrations::migrate(c).expect("migrate"),
+    );
+    assert_eq!(applied, [0, 0, 0, 0]);
+    let mut c = db.connect();
+    let versions: i64 = c
+        .query_one("SELECT COUNT(*) FROM public.migrations", &[])
+        .expect("count")
+        .get(0);
+    assert_eq!(versions, migrations::MAIN.len() as i64);
+    let billing: i64 = c
+        .query_one("SELECT COUNT(*) FROM billing.migrations", &[])
+        .expect("count")
+        .get(0);
+    assert_eq!(billing, migrations::BILLING.len() as i64);
+
+    // On an empty database, four racing starts apply every migration exactly once.
+    let empty = cuecraft_pgtest::cluster(|_| Ok(())).fresh_db();
+    {
+        let mut c = empty.connect();
+        c.batch_execute(
+            "DROP SCHEMA billing CASCADE; DROP SCHEMA public CASCADE; CREATE SCHEMA public;",
+        )
+        .expect("empty the database");
+    }
+    let applied: u32 = race(
+        4,
+        || empty.connect(),
+        |c| migrations::migrate(c).expect("migrate"),
+    )
+    .into_iter()
+    .sum();
+    assert_eq!(
+        applied as usize,
+        migrations::MAIN.len() + migrations::BILLING.len()
+    );
+}
+
+#[test]
+fn eight_racing_workers_never_claim_a_task_twice() {
+    let db = fresh();
+    let s = store(&db);
+    const JOBS: usize = 1000;
+    for i in 0..JOBS {
+        assert!(enqueue(&s, &format!("job{i:04}"), "job"));
+    }
+    assert!(!enqueue(&s, "job0000", "job"), "one row per job and task");
+    // Each worker its own store, so its own connections, as separate processes have.
+    let ids = std::sync::atomic::AtomicUsize::new(0);
+    let results = race(
+        8,
+        || store(&db),
+        |s| {
+            let me = format!(
+                "worker-{}",
+                ids.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            );
+            let mut got = Vec::new();
+            // Rows stay claimed (leased for a minute) until every worker has found none
+            // free, so a row claimed twice would show up twice.
+            while let Some(task) = s.claim_task(&me, now_ms(), 60_000).expect("claim") {
+                got.push(task.job_id);
+            }
+            got
+        },
+    );
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut per_worker = Vec::new();
+    for got in results {
+        per_worker.push(got.len());
+        for job in got {
+            *seen.entry(job).or_default() += 1;
+        }
+    }
+    assert_eq!(seen.len(), JOBS, "every task was claimed");
+    assert!(seen.values().all(|&n| n == 1), "no task was claimed twice");
+    assert!(
+        per_worker.iter().filter(|&&n| n > 0).count() > 1,
+        "the workers shared the work: {per_worker:?}"
+    );
+    let mut c = db.connect();
+    let reclaimed: i64 = c
+        .query_one("SELECT COUNT(*) FROM queue WHERE attempts <> 1", &[])
+        .expect("count")
+        .get(0);
+    assert_eq!(reclaimed, 0);
+}
+
+#[test]
+fn an_expired_lease_is_taken_over_and_the_old_worker_loses_the_row() {
+    let db = fresh();
+    let s = store(&db);
+    enqueue(&s, "j1", "job");
+    let t0 = now_ms();
+    let first = s
+        .claim_task("dead", t0, 30_000)
+        .expect("claim")
+        .expect("a task");
+    assert!(
+        s.claim_task("other", t0 + 29_999, 30_000)
+            .expect("claim")
+            .is_none(),
+        "a leased row is not free"
+    );
+    let second = s
+        .claim_task("other", t0 + 30_000, 30_000)
+        .expect("claim")
+        .expect("the expired lease is free again");
+    assert_eq!(second.seq, first.seq);
+    assert!(
+        !s.extend_lease(first.seq, "dead", t0 + 90_000)
+            .expect("extend"),
+        "the old worker's heartbeat says it lost the row"
+    );
+    assert!(
+        s.claim_task("third", t0 + 59_999, 30_000)
+            .expect("claim")
+            .is_none(),
+        "the new lease holds"
+    );
+    let mut c = db.connect();
+    let attempts: i32 = c
+        .query_one("SELECT attempts FROM queue WHERE seq = $1", &[&first.seq])
+        .expect("attempts")
+        .get(0);
+    assert_eq!(attempts, 2);
+}
+
+#[test]
+fn heartbeats_keep_a_lease_and_a_released_row_waits_its_delay() {
+    let db = fresh();
+    let s = store(&db);
+    enqueue(&s, "j1", "job");
+    let t0 = now_ms();
+    let t = s.claim_task("a", t0, 1_000).expect("claim").expect("task");
+    for i in 1..6 {
+        let now = t0 + i * 800;
+        assert!(s.extend_lease(t.seq, "a", now + 1_000).expect("extend"));
+        assert!(
+            s.claim_task("b", now + 500, 1_000)
+                .expect("claim")
+                .is_none(),
+            "a renewed lease is kept past its first length"
+        );
+    }
+    let later = t0 + 10_000;
+    s.release_task(t.seq, "a", later + 2_000).expect("release");
+    assert!(s
+        .claim_task("b", later + 1_999, 1_000)
+        .expect("claim")
+        .is_none());
+    let again = s
+        .claim_task("b", later + 2_000, 1_000)
+        .expect("claim")
+        .expect("free after the delay");
+    assert_eq!(again.seq, t.seq);
+    // Another worker cannot release or extend a row it does not hold.
+    s.release_task(t.seq, "a", later).expect("release");
+    assert!(s
+        .claim_task("c", later + 2_500, 1_000)
+        .expect("claim")
+        .is_none());
+}
+
+#[test]
+fn enqueue_belongs_to_its_transaction_and_wakes_listeners_on_commit() {
+    let db = fresh();
+    let s = store(&db);
+    let (tx, rx) = mpsc::channel::<()>();
+    let tx = std::sync::Mutex::new(tx);
+    let _listener = queue::Listener::start(
+        s.main_pool(),
+        Arc::new(move || {
+            let _ = tx.lock().map(|t| t.send(()));
+        }),
+    )
+    .expect("listener");
+    // The wake-up after connecting.
+    rx.recv_timeout(Duration::from_secs(5))
+        .expect("listener connected");
+    while rx.try_recv().is_ok() {}
+
+    // Rolled back: no row, no notification.
+    s.with(|c| {
+        let mut t = c.client.transaction()?;
+        t.execute(
+            "CREATE TEMPORARY TABLE status_change (v INTEGER) ON COMMIT DROP",
+            &[],
+        )?;
+        queue::enqueue(&mut t, "rolled-back", "job", now_ms())?;
+        t.rollback()
+    })
+    .expect("rolled back");
+    assert!(rx.recv_timeout(Duration::from_millis(500)).is_err());
+    assert_eq!(s.with(queue::len).expect("len"), 0);
+
+    // Committed: the row and one wake-up.
+    let started = Instant::now();
+    assert!(enqueue(&s, "committed", "job"));
+    rx.recv_timeout(Duration::from_secs(5))
+        .expect("woken by NOTIFY");
+    assert!(started.elapsed() < Duration::from_secs(1));
+    assert_eq!(s.with(queue::len).expect("len"), 1);
+}
+
+#[test]
+fn ledger_movements_are_idempotent_and_net_out() {
+    let db = fresh();
+    let s = store(&db);
+    let b = |s: &PostgresStore| {
+        s.with_billing(|c| ledger::balance(c, "o"))
+            .expect("balance")
+    };
+    assert_eq!(
+        s.with_billing(|c| ledger::add_credit(c, "o", 100))
+            .expect("credit"),
+        100
+    );
+    assert!(s
+        .with_billing(|c| ledger::charge(c, "o", "j", 30))
+        .expect("charge"));
+    assert!(!s
+        .with_billing(|c| ledger::charge(c, "o", "j", 30))
+        .expect("charge"));
+    assert_eq!(b(&s), 70);
+    s.with_billing(|c| ledger::settle(c, "o", "j", 20))
+        .expect("settle");
+    s.with_billing(|c| ledger::settle(c, "o", "j", 50))
+        .expect("settle");
+    assert_eq!(b(&s), 80);
+    s.with_billing(|c| ledger::refund(c, "o", "j"))
+        .expect("refund");
+    s.with_billing(|c| ledger::refund(c, "o", "j"))
+        .expect("refund");
+    assert_eq!(b(&s), 100);
+    assert_eq!(
+        s.with_billing(|c| ledger::rows(c, "j")).expect("rows"),
+        [
+            ("charge".to_string(), -30),
+            ("settle".to_string(), 10),
+            ("refund".to_string(), 20)
+        ]
+    );
+}
+
+#[test]
+fn a_locked_ledger_fails_quickly_while_jobs_go_on() {
+    let db = fresh();
+    let s = store(&db);
+    s.with_billing(|c| ledger::add_credit(c, "o", 5))
+        .expect("credit");
+    let mut locker = db.connect();
+    let mut tx = locker.transaction().expect("begin");
+    tx.batch_execute("LOCK TABLE billing.ledger IN ACCESS EXCLUSIVE MODE")
+        .expect("lock");
+    let started = Instant::now();
+    let r = s.balance("o");
+    assert!(
+        matches!(r, Err(StoreError::Unavailable(_))),
+        "a locked ledger is unavailable: {r:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "and says so fast"
+    );
+    assert_eq!(s.queue_len().expect("the main schema answers"), 0);
+    tx.rollback().expect("unlock");
+    assert_eq!(
+        s.with_billing(|c| ledger::balance(c, "o")).expect("back"),
+        5
+    );
+}
+
+#[test]
+fn the_rate_limit_is_shared_by_every_process_of_a_database() {
+    let db = fresh();
+    let a = store(&db);
+    let b = store(&db);
+    assert_eq!(a.rate_check("k", 3).expect("check"), Ok(()));
+    assert_eq!(b.rate_check("k", 3).expect("check"), Ok(()));
+    assert_eq!(a.rate_check("k", 3).expect("check"), Ok(()));
+    let refused = b.rate_check("k", 3).expect("check");
+    let Err(wait) = refused else {
+        panic!("the fourth request of the minute is refused, from either process")
+    };
+    assert!((1..=60).contains(&wait), "{wait}");
+    assert_eq!(a.rate_check("other", 3).expect("check"), Ok(()));
+    // Refused requests are not counted: the window still holds 3.
+    let mut c = db.connect();
+    let held: i64 = c
+        .query_one(
+            "SELECT SUM(n)::BIGINT FROM rate_buckets WHERE key = 'k'",
+            &[],
+        )
+        .expect("sum")
+        .get(0);
+    assert_eq!(held, 3);
+    // Requests of 60 s ago have left the window.
+    c.execute(
+        "UPDATE rate_buckets SET second = second - 60 WHERE key = 'k'",
+        &[],
+    )
+    .expect("age");
+    assert_eq!(b.rate_check("k", 3).expect("check"), Ok(()));
+}
+
+#[test]
+fn racing_processes_cannot_both_take_the_last_place() {
+    let db = fresh();
+    let allowed: usize = race(
+        8,
+        || store(&db),
+        |s| {
+            (0..10)
+                .filter(|_| s.rate_check("k", 25).expect("check").is_ok())
+                .count()
+        },
+    )
+    .into_iter()
+    .sum();
+    assert_eq!(allowed, 25);
+}
+
+#[test]
+fn a_job_goes_through_every_transition_and_the_web_reads_it() {
+    use crate::store::{
+        Cursor, Formatted, Member, NewJob, NewOrgOwner, ProjectQuery, Recognized, Saved, Sort,
+        WordsEdit,
+    };
+    let db = fresh();
+    let s = store(&db);
+    assert!(s.is_empty().expect("empty"));
+    let key_hash = crate::util::sha256(b"key");
+    s.create_org_with_owner(&NewOrgOwner {
+        org_id: "o1",
+        org_name: "Acme",
+        max_bytes: 1 << 30,
+        max_seconds: 3600.0,
+        member_id: "m1",
+        email: "Owner@Example.com",
+        key_id: "k1",
+        key_hash: &key_hash,
+        now: 1_000,
+    })
+    .expect("org");
+    assert!(!s.is_empty().expect("empty"));
+    assert_eq!(s.plan_limits("o1").expect("limits"), (1 << 30, 3600.0));
+    assert!(matches!(
+        s.plan_limits("nope"),
+        Err(StoreError::NotFound(_))
+    ));
+    let caller = s.find_key(&key_hash).expect("key").expect("found");
+    assert_eq!(
+        (caller.org_id.as_str(), caller.member_id.as_str()),
+        ("o1", "m1")
+    );
+    assert_eq!(
+        s.job_owner("o1", "m1").expect("owner").as_deref(),
+        Some("m1")
+    );
+    s.create_folder("f1", "o1", "Folder", 1_000)
+        .expect("folder");
+    assert!(s.folder_in_org("o1", "f1").expect("folder"));
+    s.add_member("m2", "o1", "m@example.com", "member", 2_000)
+        .expect("member");
+    s.add_folder_member("f1", "m2").expect("add");
+    s.add_folder_member("f1", "m2").expect("idempotent");
+    s.set_monthly_quota(500).expect("quota");
+    s.set_monthly_quota(600).expect("quota");
+    assert_eq!(s.monthly_quota().expect("quota"), Some(600));
+
+    let job = |id: &str, name: &str, folder: Option<&str>, at: i64| NewJob {
+        id: id.into(),
+        org_id: "o1".into(),
+        owner_member_id: "m1".into(),
+        api_key_id: "k1".into(),
+        folder_id: folder.map(str::to_string),
+        preset_id: None,
+        name: name.into(),
+        filename: "a.wav".into(),
+        content_type: "audio/wav".into(),
+        size_bytes: 100,
+        declared_seconds: 3.0,
+        price_cents_per_minute: 10,
+        settings: "{}".into(),
+        language: "en".into(),
+        upload_expires_at: at + 3_600_000,
+        created_at: at,
+    };
+    s.insert_job(&job("j1", "beta", None, 10_000)).expect("job");
+    s.insert_job(&job("j2", "alpha", Some("f1"), 11_000))
+        .expect("job");
+    assert!(matches!(
+        s.insert_job(&job("j1", "again", None, 12_000)),
+        Err(StoreError::Conflict(_))
+    ));
+    assert_eq!(s.bytes_this_month(0, 20_000).expect("bytes"), 200);
+    assert_eq!(s.uploading_jobs().expect("uploading").len(), 2);
+
+    assert!(s.start_transcribing("j1", 20_000).expect("start"));
+    assert!(!s.start_transcribing("j1", 20_000).expect("only once"));
+    let task = s
+        .claim_task("w", 20_000, 30_000)
+        .expect("claim")
+        .expect("task");
+    assert_eq!((task.job_id.as_str(), task.kind.as_str()), ("j1", "job"));
+    s.store_original(
+        "j1",
+        &Recognized {
+            transcript_id: "t1".into(),
+            language: "en".into(),
+            words: "[1]".into(),
+            measured_seconds: 2.5,
+            frame_num: 25,
+            frame_den: 1,
+        },
+        21_000,
+    )
+    .expect("original");
+    let j = s.job("j1").expect("job").expect("found");
+    assert_eq!(
+        (j.status.as_str(), j.frame_num, j.measured_seconds),
+        ("formatting", Some(25), Some(2.5))
+    );
+    assert_eq!(
+        s.original_words("j1").expect("words"),
+        Some(("en".to_string(), "[1]".to_string()))
+    );
+    s.finish_formatting(
+        "j1",
+        &Formatted {
+            clean_id: "t2".into(),
+            clean_label: "Clean version".into(),
+            language: "en".into(),
+            highlights: None,
+            chapters: None,
+        },
+        task.seq,
+        22_000,
+    )
+    .expect("format");
+    assert_eq!(s.job("j1").expect("job").expect("found").status, "ready");
+    let clean = s
+        .claim_task("w", 22_000, 30_000)
+        .expect("claim")
+        .expect("clean");
+    assert_eq!(clean.kind, "clean");
+    let src = s.clean_source("j1").expect("source").expect("found");
+    assert_eq!(
+        (src.status.as_str(), src.words.as_str()),
+        ("pending", "[1]")
+    );
+    s.mark_processing("t2").expect("processing");
+    s.finish_clean("t2", "[2]", clean.seq).expect("clean");
+    assert_eq!(s.queue_len().expect("len"), 0);
+    let kinds: Vec<String> = s
+        .transcripts("j1")
+        .expect("transcripts")
+        .into_iter()
+        .map(|t| t.kind)
+        .collect();
+    assert_eq!(kinds, ["original", "clean"]);
+
+    // A failing job: everything not ready fails with it, and its queue row goes.
+    assert!(s.start_transcribing("j2", 23_000).expect("start"));
+    let t = s
+        .claim_task("w", 23_000, 30_000)
+        .expect("claim")
+        .expect("task");
+    s.fail_job("j2", "broken", t.seq, 24_000).expect("fail");
+    let j2 = s.job("j2").expect("job").expect("found");
+    assert_eq!(
+        (j2.status.as_str(), j2.error.as_deref()),
+        ("failed", Some("broken"))
+    );
+    assert_eq!(s.requeue_unfinished(25_000).expect("requeue"), 0);
+
+    // The editor: words, a compare-and-swap save, history, a translation.
+    let words = s
+        .transcript_words("j1", None)
+        .expect("words")
+        .expect("ready");
+    assert_eq!((words.transcript_id.as_str(), words.revision), ("t1", 0));
+    assert_eq!(
+        s.transcript_head("j1", Some("t2")).expect("head"),
+        Some(("t2".to_string(), 0))
+    );
+    let edit = |expected| WordsEdit {
+        job_id: "j1",
+        transcript_id: "t1",
+        expected,
+        words: "[3]",
+        change: "{}",
+        member_id: "m1",
+        note: "Edited",
+        now: 30_000,
+    };
+    assert_eq!(s.save_words(&edit(0)).expect("save"), Saved::Revision(1));
+    assert_eq!(s.save_words(&edit(0)).expect("save"), Saved::Conflict(1));
+    assert_eq!(s.revisions("t1").expect("history").len(), 2);
+    assert_eq!(
+        s.revision_entries("t1", 1).expect("entries"),
+        ["[1]".to_string(), "{}".to_string()]
+    );
+    let before = s.job("j1").expect("job").expect("found").updated_at;
+    let tr = s
+        .add_translation("j1", "nl", "Translation (nl)", "[4]", 0)
+        .expect("translation");
+    assert_eq!(s.ready_transcripts("j1").expect("ready").len(), 3);
+    assert!(s.job("j1").expect("job").expect("found").updated_at > before);
+    assert!(s
+        .transcript_words("j1", Some(&tr))
+        .expect("words")
+        .is_some());
+    s.set_job_settings("j1", "{\"x\":1}", 0).expect("settings");
+
+    // Sessions, sign-in links and passwords.
+    let link = s.create_login_link("m1", 40_000).expect("link");
+    assert!(s.login_link_usable(&link, 40_001).expect("usable"));
+    let member = s
+        .consume_login_link(&link, 40_002)
+        .expect("use")
+        .expect("member");
+    assert_eq!(member.org_name, "Acme");
+    assert!(s.consume_login_link(&link, 40_003).expect("use").is_none());
+    let (token, csrf) = s.create_session("m1", 40_000).expect("session");
+    let session = s.session(&token, 40_001).expect("session").expect("live");
+    assert_eq!(session.csrf, csrf);
+    s.set_password("m1", "hash").expect("password");
+    assert_eq!(
+        s.password_candidates("owner@EXAMPLE.com")
+            .expect("candidates"),
+        [("m1".to_string(), "hash".to_string())]
+    );
+
+    // The project list: every sort, a cursor, a member's view.
+    let owner = session.member.clone();
+    let page = |viewer: &Member, sort, after| {
+        s.list_projects(
+            viewer,
+            &ProjectQuery {
+                search: None,
+                status: None,
+                folder: None,
+                sort,
+                after,
+                limit: 1,
+            },
+        )
+        .expect("list")
+        .into_iter()
+        .map(|p| p.id)
+        .collect::<Vec<_>>()
+    };
+    assert_eq!(page(&owner, Sort::Name, None), ["j2", "j1"]);
+    assert_eq!(
+        page(
+            &owner,
+            Sort::Name,
+            Some(Cursor::Name("alpha".into(), "j2".into()))
+        ),
+        ["j1"]
+    );
+    assert_eq!(page(&owner, Sort::Created, None), ["j2", "j1"]);
+    assert_eq!(
+        page(
+            &owner,
+            Sort::Updated,
+            Some(Cursor::Time(i64::MAX, "z".into()))
+        )
+        .len(),
+        2
+    );
+    let searched = s
+        .list_projects(
+            &owner,
+            &ProjectQuery {
+                search: Some("ALP".into()),
+                status: Some("failed".into()),
+                folder: Some("f1".into()),
+                sort: Sort::Created,
+                after: None,
+                limit: 10,
+            },
+        )
+        .expect("list");
+    assert_eq!(searched.len(), 1);
+    assert_eq!(searched[0].folder.as_deref(), Some("Folder"));
+    let m2 = s.active_member("m2").expect("member").expect("active");
+    assert_eq!(
+        page(&m2, Sort::Created, None),
+        ["j2"],
+        "a member sees their folder's job"
+    );
+    assert!(s.visible_job(&m2, "j1").expect("visible").is_none());
+    assert_eq!(s.folders(&m2).expect("folders").len(), 1);
+    assert_eq!(
+        s.project_statuses(&m2, &["j1".into(), "j2".into()])
+            .expect("statuses")
+            .len(),
+        1
+    );
+
+    // Leaving ends the member's sessions; revoking a key is immediate and remembered.
+    assert_eq!(s.remove_member("m1", 50_000).expect("remove"), 50_000);
+    assert_eq!(s.remove_member("m1", 60_000).expect("again"), 50_000);
+    assert!(s.session(&token, 50_001).expect("session").is_none());
+    assert_eq!(s.revoke_key("k1", 50_000).expect("revoke"), 50_000);
+    assert_eq!(s.revoke_key("k1", 60_000).expect("again"), 50_000);
+    assert!(s.find_key(&key_hash).expect("key").is_none());
+    assert!(matches!(
+        s.revoke_key("nope", 1),
+        Err(StoreError::NotFound(_))
+    ));
+}
+
+#[test]
+fn the_postgres_store_keeps_the_idempotency_contract() {
+    let db = fresh();
+    let s = store(&db);
+    crate::store::contract::idempotency(&s);
+}
