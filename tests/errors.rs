@@ -2,12 +2,11 @@
 //! by a real request against the real server, and a check that none is left uncovered.
 
 use std::io::Write;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::common::{python, raw_request, request, str_field, wait_line, Server, SEEN_CODES};
+use crate::common::{python, raw_request, request, str_field, Server, SEEN_CODES};
 
 /// The contract's error table, code by code.
 const CONTRACT_CODES: [&str; 26] = [
@@ -202,18 +201,29 @@ fn idempotency_errors(server: &Server, org: &crate::common::Org) {
     };
     assert_eq!(post("e-1", &job_body(10)).status, 201);
     post("e-1", &job_body(11)).expect_error(409, "idempotency_key_reused");
-    let db = server.data_dir().join("cuecraft.sqlite");
-    python(&format!(
-        "import sqlite3,time\nc=sqlite3.connect({:?})\nc.execute(\"INSERT INTO idempotency_keys (org_id, key, body_hash, created_at) VALUES (?, 'e-2', x'00', ?)\", ({:?}, int(time.time()*1000)))\nc.commit()",
-        db.display().to_string(),
-        org.id
-    ));
-    post("e-2", &job_body(10)).expect_error(409, "idempotency_key_reused");
-    python(&format!(
-        "import sqlite3,hashlib,json\nc=sqlite3.connect({:?})\nh=hashlib.sha256(json.dumps(json.loads({:?}),sort_keys=True,separators=(',',':')).encode()).digest()\nc.execute(\"UPDATE idempotency_keys SET body_hash=? WHERE key='e-2'\", (h,))\nc.commit()",
-        db.display().to_string(),
+    // A claim of 'e-2' for another body, then for this body, as a request in flight leaves it.
+    let hash = python(&format!(
+        "import hashlib,json\nprint(hashlib.sha256(json.dumps(json.loads({:?}),sort_keys=True,separators=(',',':')).encode()).hexdigest())",
         job_body(10).to_string()
     ));
+    let bytes = |hex: &str| match server.pg.is_some() {
+        true => format!("decode('{hex}', 'hex')"),
+        false => format!("x'{hex}'"),
+    };
+    let claim = |hex: &str| {
+        format!(
+            "DELETE FROM idempotency_keys WHERE key = 'e-2'; INSERT INTO idempotency_keys (org_id, key, body_hash, created_at) VALUES ('{}', 'e-2', {}, {})",
+            org.id,
+            bytes(hex),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis())
+                .unwrap_or(0)
+        )
+    };
+    server.sql(&claim("00"));
+    post("e-2", &job_body(10)).expect_error(409, "idempotency_key_reused");
+    server.sql(&claim(hash.trim()));
     let started = Instant::now();
     post("e-2", &job_body(10)).expect_error(409, "idempotency_key_in_use");
     assert!(
@@ -881,28 +891,12 @@ fn clean_id(server: &Server, key: &str, job: &str) -> String {
 }
 
 fn count_jobs(server: &Server) -> i64 {
-    python(&format!(
-        "import sqlite3\nprint(sqlite3.connect({:?}).execute('SELECT COUNT(*) FROM jobs').fetchone()[0])",
-        server.data_dir().join("cuecraft.sqlite").display().to_string()
-    ))
-    .trim()
-    .parse()
-    .unwrap_or(-1)
+    server.sql_number("SELECT COUNT(*) FROM jobs")
 }
 
 fn billing_unavailable(server: &Server, key: &str) {
     // Another process holds the ledger exclusively: credits cannot be checked.
-    let mut locker = Command::new("python3")
-        .arg("-c")
-        .arg(format!(
-            "import sqlite3,sys\nc=sqlite3.connect({:?}, isolation_level=None)\nc.execute('PRAGMA journal_mode=DELETE')\nc.execute('BEGIN EXCLUSIVE')\nprint('locked', flush=True)\nsys.stdin.read()",
-            server.data_dir().join("billing.sqlite").display().to_string()
-        ))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("python3");
-    wait_line(&mut locker, "locked");
+    let locker = server.lock_ledger();
     let before = count_jobs(server);
     let started = Instant::now();
     server
@@ -917,8 +911,7 @@ fn billing_unavailable(server: &Server, key: &str) {
         before,
         "a refused creation creates nothing"
     );
-    drop(locker.stdin.take());
-    let _ = locker.wait();
+    drop(locker);
     assert_eq!(
         server.create_job(key, &job_body(1000)).status,
         201,

@@ -6,7 +6,7 @@ use std::sync::{Arc, Barrier};
 
 use serde_json::{json, Value};
 
-use crate::common::{python, request, Resp, Server};
+use crate::common::{request, Resp, Server};
 
 fn body(size: u64) -> Value {
     json!({"filename": "talk.wav", "contentType": "audio/wav", "sizeBytes": size,
@@ -30,11 +30,7 @@ fn create(server: &Server, api_key: &str, idem: &str, body: &str) -> Resp {
 
 /// The organisation's jobs, counted in the database itself.
 fn job_count(server: &Server, org: &str) -> i64 {
-    let out = python(&format!(
-        "import sqlite3\nc=sqlite3.connect({:?})\nprint(c.execute(\"SELECT COUNT(*) FROM jobs WHERE org_id=?\", ({org:?},)).fetchone()[0])",
-        server.data_dir().join("cuecraft.sqlite").display().to_string()
-    ));
-    out.trim().parse().expect("count")
+    server.sql_number(&format!("SELECT COUNT(*) FROM jobs WHERE org_id = '{org}'"))
 }
 
 #[test]

@@ -76,9 +76,8 @@ fn a_job_survives_kill_9_while_transcribing_and_is_charged_once() {
 /// Rewinds a job's status straight in the database, as a crash between a step's ledger row and
 /// its transition would leave it.
 fn rewind(server: &Server, id: &str, status: &str) {
-    crate::common::python(&format!(
-        "import sqlite3\nc=sqlite3.connect({:?})\nc.execute(\"UPDATE jobs SET status=? WHERE id=?\", ({status:?}, {id:?}))\nc.execute(\"DELETE FROM queue\")\nc.commit()",
-        server.data_dir().join("cuecraft.sqlite").display().to_string()
+    server.sql(&format!(
+        "UPDATE jobs SET status = '{status}' WHERE id = '{id}'; DELETE FROM queue"
     ));
 }
 

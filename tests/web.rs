@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::common::{python, request, str_field, Resp, Server, BIN};
+use crate::common::{request, str_field, Resp, Server, BIN};
 
 /// A signed-in browser session, spoken over plain HTTP.
 pub struct Web {
@@ -148,14 +148,7 @@ pub fn ready_job(
 }
 
 fn sql(server: &Server, statement: &str) {
-    python(&format!(
-        "import sqlite3\nc=sqlite3.connect({:?})\nc.execute({statement:?})\nc.commit()",
-        server
-            .data_dir()
-            .join("cuecraft.sqlite")
-            .display()
-            .to_string()
-    ));
+    server.sql(statement);
 }
 
 #[test]
@@ -696,6 +689,7 @@ fn quickstart_on_a_fresh_data_directory_gives_a_working_key_and_a_signed_in_page
         .args(["admin", "--data-dir"])
         .arg(server.data_dir())
         .arg("quickstart")
+        .envs(server.store_env())
         .output()
         .expect("quickstart");
     assert!(

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::common::{python, str_field, Server, BIN};
+use crate::common::{str_field, Server, BIN};
 
 /// Creates a job for `data` in `language` and uploads it; the created job.
 fn submit(server: &Server, key: &str, data: &[u8], language: &str, seconds: u32) -> Value {
@@ -23,11 +23,7 @@ fn submit(server: &Server, key: &str, data: &[u8], language: &str, seconds: u32)
 
 /// Rows left in the store's queue.
 fn queue_rows(server: &Server) -> i64 {
-    let out = python(&format!(
-        "import sqlite3\nc=sqlite3.connect({:?})\nprint(c.execute('SELECT COUNT(*) FROM queue').fetchone()[0])",
-        server.data_dir().join("cuecraft.sqlite").display().to_string()
-    ));
-    out.trim().parse().expect("count")
+    server.sql_number("SELECT COUNT(*) FROM queue")
 }
 
 /// Waits until the job is ready and all its transcripts (the clean version too) are ready.

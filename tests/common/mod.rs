@@ -207,6 +207,29 @@ pub struct Server {
     args: Vec<String>,
     /// Extra environment of the process (kept for restarts).
     env: Vec<(String, String)>,
+    /// The server's own Postgres database when the run is on Postgres ([`postgres_run`]);
+    /// dropped (after the process is killed) with the server.
+    pub pg: Option<cuecraft_pgtest::TestDb>,
+}
+
+/// Whether this run puts the servers' records in Postgres: `CUECRAFT_TEST_STORE=postgres`
+/// (`scripts/test` runs the suite a second time so). Every server then gets a fresh database of
+/// the test binary's own cluster (pgtest), named to `serve`, `worker` and `admin` through
+/// `CUECRAFT_STORE`, so a test that names its own `--store` still chooses. Media stay in the data
+/// directory.
+pub fn postgres_run() -> bool {
+    std::env::var("CUECRAFT_TEST_STORE").is_ok_and(|v| v == "postgres")
+}
+
+/// A fresh database for one server, migrated (in the template) by the store itself.
+fn fresh_pg() -> Option<cuecraft_pgtest::TestDb> {
+    postgres_run().then(|| {
+        cuecraft_pgtest::fresh_db(|url| {
+            cuecraft_host::store::postgres::PostgresStore::open(url)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })
+    })
 }
 
 /// A free loopback port.
@@ -260,6 +283,7 @@ impl Server {
             tmp,
             args,
             env: Vec::new(),
+            pg: fresh_pg(),
         };
         server.spawn();
         server
@@ -274,6 +298,7 @@ impl Server {
             tmp: tempfile::tempdir().expect("temp dir"),
             args: extra.iter().map(|s| s.to_string()).collect(),
             env: Vec::new(),
+            pg: fresh_pg(),
         };
         server.spawn();
         server
@@ -291,9 +316,19 @@ impl Server {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.clone()))
                 .collect(),
+            pg: fresh_pg(),
         };
         server.spawn();
         server
+    }
+
+    /// The environment naming this server's store to a `cuecraft` process: empty on SQLite
+    /// (the data directory), `CUECRAFT_STORE=postgres://...` on Postgres.
+    pub fn store_env(&self) -> Vec<(&'static str, String)> {
+        self.pg
+            .iter()
+            .map(|db| ("CUECRAFT_STORE", db.url.clone()))
+            .collect()
     }
 
     /// The data directory.
@@ -322,6 +357,7 @@ impl Server {
             .arg("--public-url")
             .arg(self.base())
             .args(&self.args)
+            .envs(self.store_env())
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::null())
             .stderr(log)
@@ -341,6 +377,12 @@ impl Server {
                 self.log()
             );
             std::thread::sleep(Duration::from_millis(50));
+        }
+        if self.pg.is_some() && !self.args.iter().any(|a| a == "--store") {
+            assert!(
+                !self.data_dir().join("cuecraft.sqlite").exists(),
+                "a Postgres run must keep no records in the data directory"
+            );
         }
     }
 
@@ -382,7 +424,7 @@ impl Server {
 
     /// Runs `cuecraft admin --data-dir DIR args...` and returns its JSON output.
     pub fn admin(&self, args: &[&str]) -> Value {
-        admin(&self.data_dir(), args)
+        admin_in(&self.data_dir(), &self.store_env(), args)
     }
 
     /// Runs an admin command that must fail; returns its stderr.
@@ -392,6 +434,7 @@ impl Server {
             .arg("--data-dir")
             .arg(self.data_dir())
             .args(args)
+            .envs(self.store_env())
             .output()
             .expect("run admin");
         assert!(!out.status.success(), "admin {args:?} should fail");
@@ -525,8 +568,21 @@ impl Server {
         tone(self.tmp.path(), seconds)
     }
 
-    /// Ledger rows of `job_id` as (kind, amount_cents), read straight from billing.sqlite.
+    /// Ledger rows of `job_id` as (kind, amount_cents), read straight from the ledger
+    /// (billing.sqlite, or the schema `billing` on Postgres).
     pub fn ledger(&self, job_id: &str) -> Vec<(String, i64)> {
+        if let Some(db) = &self.pg {
+            return db
+                .connect()
+                .query(
+                    "SELECT kind, amount_cents FROM billing.ledger WHERE job_id = $1 ORDER BY id",
+                    &[&job_id],
+                )
+                .expect("ledger rows")
+                .iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect();
+        }
         let out = python(&format!(
             "import sqlite3,json\nc=sqlite3.connect({:?})\nprint(json.dumps(c.execute(\"SELECT kind, amount_cents FROM ledger WHERE job_id=? ORDER BY id\", ({job_id:?},)).fetchall()))",
             self.data_dir().join("billing.sqlite").display().to_string()
@@ -537,11 +593,107 @@ impl Server {
 
     /// The organisation's balance, from the ledger.
     pub fn balance(&self, org: &str) -> i64 {
+        if let Some(db) = &self.pg {
+            return db
+                .connect()
+                .query_one(
+                    "SELECT COALESCE(SUM(amount_cents), 0)::BIGINT FROM billing.ledger WHERE org_id = $1",
+                    &[&org],
+                )
+                .expect("balance")
+                .get(0);
+        }
         let out = python(&format!(
             "import sqlite3\nc=sqlite3.connect({:?})\nprint(c.execute(\"SELECT COALESCE(SUM(amount_cents),0) FROM ledger WHERE org_id=?\", ({org:?},)).fetchone()[0])",
             self.data_dir().join("billing.sqlite").display().to_string()
         ));
         out.trim().parse().expect("balance")
+    }
+
+    /// Runs `statements` (`;`-separated, no parameters) on the main records, straight, as a
+    /// crash or an operator would leave them (cuecraft.sqlite, or the Postgres database).
+    pub fn sql(&self, statements: &str) {
+        if let Some(db) = &self.pg {
+            db.connect()
+                .batch_execute(statements)
+                .unwrap_or_else(|e| panic!("{statements}: {e}"));
+            return;
+        }
+        python(&format!(
+            "import sqlite3\nc=sqlite3.connect({:?})\nc.executescript({statements:?})\nc.commit()",
+            self.data_dir()
+                .join("cuecraft.sqlite")
+                .display()
+                .to_string()
+        ));
+    }
+
+    /// A number read from the main records by `query` (one row, one column).
+    pub fn sql_number(&self, query: &str) -> i64 {
+        if let Some(db) = &self.pg {
+            let row = db
+                .connect()
+                .simple_query(query)
+                .unwrap_or_else(|e| panic!("{query}: {e}"))
+                .into_iter()
+                .find_map(|m| match m {
+                    postgres::SimpleQueryMessage::Row(r) => r.get(0).and_then(|v| v.parse().ok()),
+                    _ => None,
+                });
+            return row.unwrap_or_else(|| panic!("{query}: no number"));
+        }
+        python(&format!(
+            "import sqlite3\nprint(sqlite3.connect({:?}).execute({query:?}).fetchone()[0])",
+            self.data_dir()
+                .join("cuecraft.sqlite")
+                .display()
+                .to_string()
+        ))
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("{query}: no number"))
+    }
+
+    /// Holds the ledger exclusively, as another process could, until the guard is dropped:
+    /// billing.sqlite under `BEGIN EXCLUSIVE`, or `billing.ledger` under `LOCK TABLE ... ACCESS
+    /// EXCLUSIVE` in an open transaction.
+    pub fn lock_ledger(&self) -> LedgerLock {
+        if let Some(db) = &self.pg {
+            let mut client = db.connect();
+            client
+                .batch_execute("BEGIN; LOCK TABLE billing.ledger IN ACCESS EXCLUSIVE MODE")
+                .expect("lock the ledger");
+            return LedgerLock::Postgres(Box::new(client));
+        }
+        let mut locker = Command::new("python3")
+            .arg("-c")
+            .arg(format!(
+                "import sqlite3,sys\nc=sqlite3.connect({:?}, isolation_level=None)\nc.execute('PRAGMA journal_mode=DELETE')\nc.execute('BEGIN EXCLUSIVE')\nprint('locked', flush=True)\nsys.stdin.read()",
+                self.data_dir().join("billing.sqlite").display().to_string()
+            ))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3");
+        wait_line(&mut locker, "locked");
+        LedgerLock::Sqlite(locker)
+    }
+}
+
+/// The ledger held exclusively ([`Server::lock_ledger`]); released when dropped.
+pub enum LedgerLock {
+    /// The python process holding billing.sqlite: released when its stdin closes.
+    Sqlite(Child),
+    /// The connection whose open transaction holds the lock: released when it closes.
+    Postgres(Box<postgres::Client>),
+}
+
+impl Drop for LedgerLock {
+    fn drop(&mut self) {
+        if let LedgerLock::Sqlite(child) = self {
+            drop(child.stdin.take());
+            let _ = child.wait();
+        }
     }
 }
 
@@ -576,6 +728,7 @@ impl Server {
                 self.tmp.path().join("recognizer.sh").display()
             ))
             .args(extra)
+            .envs(self.store_env())
             .stdout(Stdio::null())
             .stderr(file)
             .spawn()
@@ -623,11 +776,17 @@ impl Drop for Worker {
 
 /// Runs `cuecraft admin --data-dir dir args...`; panics unless it prints one JSON object.
 pub fn admin(dir: &Path, args: &[&str]) -> Value {
+    admin_in(dir, &[], args)
+}
+
+/// Runs `cuecraft admin --data-dir dir args...` with `env` (the store's).
+pub fn admin_in(dir: &Path, env: &[(&str, String)], args: &[&str]) -> Value {
     let out = Command::new(BIN)
         .arg("admin")
         .arg("--data-dir")
         .arg(dir)
         .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
         .expect("run admin");
     assert!(

@@ -19,8 +19,10 @@ pub mod queue;
 mod store;
 
 use std::str::FromStr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
+
+use crate::store::{LocalWake, Wake};
 
 use pool::{Conn, Pool, PoolError};
 
@@ -69,9 +71,49 @@ impl From<PoolError> for PgError {
 pub struct PostgresStore {
     main: Arc<Pool>,
     billing: Pool,
-    /// This process's wake signal, poked by the queue listener on every NOTIFY.
-    wake: Arc<crate::store::LocalWake>,
-    _listener: queue::Listener,
+    wake: Arc<PgWake>,
+}
+
+/// The wake-up of a Postgres store: the process's [`LocalWake`], notified by a thread listening
+/// for the `NOTIFY` every enqueue sends in its transaction, whichever process enqueued. The
+/// thread (and its connection) starts when a worker first waits, so `admin` and API-only
+/// processes hold no listening connection.
+pub struct PgWake {
+    local: Arc<LocalWake>,
+    pool: Arc<Pool>,
+    listener: OnceLock<Option<queue::Listener>>,
+}
+
+impl PgWake {
+    fn listen(&self) {
+        self.listener.get_or_init(|| {
+            let local = self.local.clone();
+            match queue::Listener::start(self.pool.clone(), Arc::new(move || local.notify())) {
+                Ok(l) => Some(l),
+                Err(e) => {
+                    tracing::warn!("no queue listener thread ({e}): workers poll the queue");
+                    None
+                }
+            }
+        });
+    }
+}
+
+impl Wake for PgWake {
+    /// The enqueue's own NOTIFY reaches every process (this one through its listener); this
+    /// wakes this process's workers at once as well.
+    fn notify(&self) {
+        self.local.notify();
+    }
+
+    fn epoch(&self) -> u64 {
+        self.listen();
+        self.local.epoch()
+    }
+
+    fn wait(&self, seen: u64, timeout: Duration) {
+        self.local.wait(seen, timeout);
+    }
 }
 
 impl PostgresStore {
@@ -93,18 +135,14 @@ impl PostgresStore {
         }
         let billing = Pool::new(config, BILLING_SETUP, BILLING_CONNECTIONS, POOL_WAIT);
         let main = Arc::new(main);
-        let wake = Arc::new(crate::store::LocalWake::default());
-        let poke = wake.clone();
-        let listener = queue::Listener::start(
-            main.clone(),
-            Arc::new(move || crate::store::Wake::notify(poke.as_ref())),
-        )
-        .map_err(|e| anyhow::anyhow!("starting the queue listener: {e}"))?;
         Ok(PostgresStore {
+            wake: Arc::new(PgWake {
+                local: Arc::new(LocalWake::default()),
+                pool: main.clone(),
+                listener: OnceLock::new(),
+            }),
             main,
             billing,
-            wake,
-            _listener: listener,
         })
     }
 

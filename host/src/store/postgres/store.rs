@@ -5,6 +5,8 @@
 //! parameter's type, so the SQLite store's `?3 IS NULL` placeholders are left out). Transitions
 //! that make work due send the queue's NOTIFY in their transaction.
 
+use std::sync::Arc;
+
 use postgres::types::ToSql;
 use postgres::{GenericClient, Row};
 
@@ -13,7 +15,7 @@ use super::{ledger, queue, PgError, PostgresStore};
 use crate::store::{
     is_token, new_token, Caller, CleanSource, Cursor, Formatted, JobRow, KeyClaim, Member, NewJob,
     NewOrgOwner, ProjectQuery, ProjectRow, Recognized, RevisionRow, Saved, Session, Sort, Store,
-    StoreError, StoreResult, StoredWords, Task, TranscriptInfo, TranscriptRow, WordsEdit,
+    StoreError, StoreResult, StoredWords, Task, TranscriptInfo, TranscriptRow, Wake, WordsEdit,
     IDEMPOTENCY_ABANDONED_MS, IDEMPOTENCY_TTL_MS, LOGIN_LINK_TTL_MS, SESSION_TTL_MS,
 };
 use crate::util::{hex, random_bytes, sha256};
@@ -99,32 +101,80 @@ fn execute(c: &mut Conn, sql: &str, args: &[&(dyn ToSql + Sync)]) -> Result<u64,
     c.client.execute(&st, args)
 }
 
-const INSERT_JOB: &str = "INSERT INTO jobs (id, org_id, owner_member_id, api_key_id, folder_id,
-        preset_id, name, filename, content_type, size_bytes, declared_seconds,
-        price_cents_per_minute, settings, status, language, upload_expires_at, created_at,
-        updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'uploading', $14, $15, $16,
-        $16)";
+/// Inserts a new job (`uploading`) on a connection or in a transaction.
+fn insert_job_in(c: &mut impl GenericClient, j: &NewJob) -> Result<u64, postgres::Error> {
+    c.execute(
+        "INSERT INTO jobs (id, org_id, owner_member_id, api_key_id, folder_id, preset_id,
+            name, filename, content_type, size_bytes, declared_seconds,
+            price_cents_per_minute, settings, status, language, upload_expires_at,
+            created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'uploading',
+            $14, $15, $16, $16)",
+        &[
+            &j.id,
+            &j.org_id,
+            &j.owner_member_id,
+            &j.api_key_id,
+            &j.folder_id,
+            &j.preset_id,
+            &pg_text(&j.name),
+            &pg_text(&j.filename),
+            &j.content_type,
+            &j.size_bytes,
+            &j.declared_seconds,
+            &j.price_cents_per_minute,
+            &j.settings,
+            &j.language,
+            &j.upload_expires_at,
+            &j.created_at,
+        ],
+    )
+}
 
-fn job_params(j: &NewJob) -> [&(dyn ToSql + Sync); 16] {
-    [
-        &j.id,
-        &j.org_id,
-        &j.owner_member_id,
-        &j.api_key_id,
-        &j.folder_id,
-        &j.preset_id,
-        &j.name,
-        &j.filename,
-        &j.content_type,
-        &j.size_bytes,
-        &j.declared_seconds,
-        &j.price_cents_per_minute,
-        &j.settings,
-        &j.language,
-        &j.upload_expires_at,
-        &j.created_at,
-    ]
+/// Postgres text cannot hold NUL, which SQLite stores and a job's name or file name may carry
+/// (the API takes any JSON string). Text a client chose is stored with NUL written as
+/// U+FFFE '0' and U+FFFE itself doubled, and read back exactly.
+const ESCAPE: char = '\u{FFFE}';
+
+fn pg_text(s: &str) -> String {
+    if !s.contains(['\0', ESCAPE]) {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len() + 4);
+    for ch in s.chars() {
+        match ch {
+            '\0' => {
+                out.push(ESCAPE);
+                out.push('0');
+            }
+            ESCAPE => {
+                out.push(ESCAPE);
+                out.push(ESCAPE);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn from_pg_text(s: String) -> String {
+    if !s.contains(ESCAPE) {
+        return s;
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(ch) = chars.next() {
+        if ch != ESCAPE {
+            out.push(ch);
+            continue;
+        }
+        match chars.next() {
+            Some('0') => out.push('\0'),
+            Some(other) => out.push(other),
+            None => out.push(ESCAPE),
+        }
+    }
+    out
 }
 
 fn frame(v: Option<i64>) -> Option<u32> {
@@ -135,8 +185,8 @@ fn job_from_row(r: &Row) -> JobRow {
     JobRow {
         id: r.get(0),
         org_id: r.get(1),
-        name: r.get(2),
-        filename: r.get(3),
+        name: from_pg_text(r.get(2)),
+        filename: from_pg_text(r.get(3)),
         content_type: r.get(4),
         size_bytes: r.get(5),
         declared_seconds: r.get(6),
@@ -155,6 +205,9 @@ fn job_from_row(r: &Row) -> JobRow {
 }
 
 fn load_job(c: &mut Conn, id: &str) -> Result<Option<JobRow>, postgres::Error> {
+    if id.contains('\0') {
+        return Ok(None); // Postgres text cannot hold it, so no id does.
+    }
     const SQL: &str =
         "SELECT id, org_id, name, filename, content_type, size_bytes, declared_seconds,
         measured_seconds, price_cents_per_minute, settings, status, error, language, frame_num,
@@ -212,7 +265,7 @@ fn visible_job(c: &mut Conn, viewer: &Member, id: &str) -> Result<Option<JobRow>
 }
 
 impl Store for PostgresStore {
-    fn wake(&self) -> std::sync::Arc<dyn crate::store::Wake> {
+    fn wake(&self) -> Arc<dyn Wake> {
         self.wake.clone()
     }
 
@@ -529,7 +582,7 @@ impl Store for PostgresStore {
     }
 
     fn insert_job(&self, j: &NewJob) -> StoreResult<()> {
-        self.main(|c| execute(c, INSERT_JOB, &job_params(j)).map(|_| ()))
+        self.main(|c| insert_job_in(&mut c.client, j).map(|_| ()))
     }
 
     fn claim_idempotency_key(
@@ -594,7 +647,7 @@ impl Store for PostgresStore {
             if completed != 1 {
                 return Ok(false);
             }
-            tx.execute(INSERT_JOB, &job_params(job))?;
+            insert_job_in(&mut tx, job)?;
             tx.commit()?;
             Ok(true)
         })?;
@@ -640,7 +693,7 @@ impl Store for PostgresStore {
                 id: r.get(0),
                 language: r.get(1),
                 kind: r.get(2),
-                label: r.get(3),
+                label: r.get::<_, Option<String>>(3).map(from_pg_text),
                 status: r.get(4),
             })
             .collect())
@@ -652,6 +705,9 @@ impl Store for PostgresStore {
         job_id: &str,
         transcript_id: Option<&str>,
     ) -> StoreResult<Option<StoredWords>> {
+        if job_id.contains('\0') || transcript_id.is_some_and(|t| t.contains('\0')) {
+            return Ok(None);
+        }
         self.main(|c| {
             let row = match transcript_id {
                 None => query_opt(
@@ -680,6 +736,9 @@ impl Store for PostgresStore {
         job_id: &str,
         transcript_id: Option<&str>,
     ) -> StoreResult<Option<(String, i64)>> {
+        if job_id.contains('\0') || transcript_id.is_some_and(|t| t.contains('\0')) {
+            return Ok(None);
+        }
         self.main(|c| {
             let row = match transcript_id {
                 None => query_opt(
@@ -712,7 +771,7 @@ impl Store for PostgresStore {
                 id: r.get(0),
                 kind: r.get(1),
                 language: r.get(2),
-                label: r.get(3),
+                label: r.get::<_, Option<String>>(3).map(from_pg_text),
             })
             .collect())
         })
@@ -1060,6 +1119,10 @@ impl Store for PostgresStore {
     }
 
     fn password_candidates(&self, email: &str) -> StoreResult<Vec<(String, String)>> {
+        if email.contains('\0') {
+            // No stored address holds one (Postgres text cannot).
+            return Ok(Vec::new());
+        }
         self.main(|c| {
             Ok(query(
                 c,
@@ -1094,7 +1157,7 @@ impl Store for PostgresStore {
              WHERE j.org_id = $1 AND $2::TEXT IS NOT NULL"
         );
         if let Some(search) = &q.search {
-            args.push(Box::new(search.clone()));
+            args.push(Box::new(pg_text(search)));
             sql.push_str(&format!(
                 " AND strpos(lower(j.name), lower(${})) > 0",
                 args.len()
@@ -1116,7 +1179,7 @@ impl Store for PostgresStore {
         let after: Option<(Box<dyn ToSql + Sync>, String)> = match &q.after {
             Some(Cursor::Time(t, id)) if q.sort != Sort::Name => Some((Box::new(*t), id.clone())),
             Some(Cursor::Name(n, id)) if q.sort == Sort::Name => {
-                Some((Box::new(n.clone()), id.clone()))
+                Some((Box::new(pg_text(n)), id.clone()))
             }
             _ => None,
         };
@@ -1141,7 +1204,7 @@ impl Store for PostgresStore {
                 .iter()
                 .map(|r| ProjectRow {
                     id: r.get(0),
-                    name: r.get(1),
+                    name: from_pg_text(r.get(1)),
                     status: r.get(2),
                     folder: r.get(3),
                     duration_seconds: r.get(4),
@@ -1311,7 +1374,7 @@ impl Store for PostgresStore {
                 "INSERT INTO transcripts (id, job_id, seq, language, kind, label, status, words, created_at)
                  SELECT $1, $2, COALESCE(MAX(seq), 0) + 1, $3, 'translation', $4, 'ready', $5, $6
                  FROM transcripts WHERE job_id = $2",
-                &[&id, &job_id, &language, &label, &words, &now],
+                &[&id, &job_id, &language, &pg_text(label), &words, &now],
             )?;
             tx.execute(
                 "UPDATE jobs SET updated_at = GREATEST($1, updated_at + 1) WHERE id = $2",

@@ -683,6 +683,69 @@ fn a_job_goes_through_every_transition_and_the_web_reads_it() {
 }
 
 #[test]
+fn work_enqueued_by_one_process_wakes_the_idle_workers_of_another() {
+    let db = fresh();
+    let api = store(&db);
+    let worker = store(&db);
+    let wake = worker.wake();
+    // The first look starts the listener, which signals once connected.
+    let e0 = wake.epoch();
+    wake.wait(e0, Duration::from_secs(10));
+    let seen = wake.epoch();
+    assert!(seen > e0, "the listener connected");
+    let started = Instant::now();
+    enqueue(&api, "j1", "job");
+    wake.wait(seen, Duration::from_secs(10));
+    assert!(wake.epoch() > seen, "woken by the other process's NOTIFY");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "woken at once, not by the poll: {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn names_with_nul_and_the_escape_character_come_back_exactly() {
+    use crate::store::NewJob;
+    let db = fresh();
+    let s = store(&db);
+    s.create_org("o", "Org", 1, 1.0, 0).expect("org");
+    s.add_member("m", "o", "a@example.com", "owner", 0)
+        .expect("member");
+    for (i, name) in ["a\0b", "\u{FFFE}0", "\u{FFFE}", "x\u{FFFE}\u{FFFE}\0"]
+        .into_iter()
+        .enumerate()
+    {
+        let id = format!("j{i}");
+        s.insert_job(&NewJob {
+            id: id.clone(),
+            org_id: "o".into(),
+            owner_member_id: "m".into(),
+            api_key_id: "k".into(),
+            folder_id: None,
+            preset_id: None,
+            name: name.into(),
+            filename: format!("{name}.wav"),
+            content_type: "audio/wav".into(),
+            size_bytes: 1,
+            declared_seconds: 1.0,
+            price_cents_per_minute: 1,
+            settings: "{}".into(),
+            language: "en".into(),
+            upload_expires_at: 1,
+            created_at: 0,
+        })
+        .expect("insert");
+        let job = s.job(&id).expect("job").expect("found");
+        assert_eq!(
+            (job.name.as_str(), job.filename),
+            (name, format!("{name}.wav"))
+        );
+    }
+    assert!(s.password_candidates("a\0").expect("candidates").is_empty());
+}
+
+#[test]
 fn the_postgres_store_keeps_the_idempotency_contract() {
     let db = fresh();
     let s = store(&db);
