@@ -69,6 +69,9 @@ pub(crate) struct Params {
     ms_per_frame: f64,
     /// Cost every cue end with the general walk (tests compare it with the fast walk).
     general_only: bool,
+    /// Cost of each sentence that ends inside a cue: `segment::INNER_COST`, or
+    /// `segment::GUESSED_INNER_COST` where sentence ends are guessed from pauses.
+    inner_cost: i64,
     shift: i64,
     min_dur: i64,
     max_dur: Option<i64>,
@@ -214,6 +217,7 @@ impl Params {
             ms_per_frame: 1000.0 * fr.den as f64 / fr.num as f64,
             general_only: false,
             room_gap: fr.frames_duration(s.min_frames_between_subtitles).0,
+            inner_cost: segment::INNER_COST,
             shift: s.shift_ms as i64,
             min_dur: s.min_duration.map_or(0, |m| m.0.max(0)),
             max_dur: s.max_duration.filter(|m| m.0 > 0).map(|m| m.0),
@@ -268,6 +272,9 @@ fn layout_with(
     // A transcript without any sentence punctuation (a recogniser that gives none): its
     // sentence ends are guessed from its pauses, so cues still end where sentences do.
     let pause_end = (p.smart && !prepare::any_sentence_end(words)).then_some(PAUSE_SENTENCE_MS);
+    if pause_end.is_some() {
+        p.inner_cost = segment::GUESSED_INNER_COST;
+    }
     let mut prep = prepare::Preparer::new(prepare::PrepOptions {
         capitalise: p.smart,
         forbid: forbid.as_ref(),
@@ -423,6 +430,54 @@ mod tests {
             texts(&cues)[1].starts_with("Then it rained"),
             "{:?}",
             texts(&cues)
+        );
+    }
+
+    #[test]
+    fn a_sentence_stays_whole_for_a_hair_over_the_pace_and_gives_way_to_a_real_overrun() {
+        // Two sentences `pause` ms apart, then a long silence before a third. The first sentence
+        // alone (32 characters, 1.88 s at 17 a second) may stay up from its first word until
+        // 3 frames before the second: 1370 + pause - 120 ms.
+        let words_with = |pause: i64| {
+            let mut words = spoken(&["Flooding has closed the railway."], 0);
+            let mut second = spoken(&["Engineers are working."], 0);
+            let mut third = spoken(&["Good night."], 0);
+            let at = 1370 + pause;
+            for w in &mut second {
+                w.start = w.start + Millis(at);
+                w.end = w.end + Millis(at);
+            }
+            for w in &mut third {
+                w.start = w.start + Millis(at + 3300);
+                w.end = w.end + Millis(at + 3300);
+            }
+            words.extend(second);
+            words.extend(third);
+            words
+        };
+        let layout_of = |pause| {
+            texts(&layout(
+                &words_with(pause),
+                &Settings::default(),
+                FrameRate::FPS_25,
+            ))
+        };
+        // 620 ms: 1.87 s for 1.88 s of reading, under 1.5% short: the sentences stay apart.
+        assert_eq!(
+            layout_of(620),
+            [
+                "Flooding has closed the railway.",
+                "Engineers are working.",
+                "Good night."
+            ]
+        );
+        // 500 ms: 6% short. Reading pace wins: both sentences share one cue and its time.
+        assert_eq!(
+            layout_of(500),
+            [
+                "Flooding has closed the railway. / Engineers are working.",
+                "Good night."
+            ]
         );
     }
 

@@ -13,12 +13,19 @@ const DIALOGUE_COST: i64 = 80;
 const TAIL_COST: i64 = 100;
 /// A cue that opens with the end of the previous cue's sentence and then starts another.
 const HEAD_COST: i64 = 50;
-/// A sentence that ends inside a cue rather than at its end (the end of a speaker's line in a
-/// two-speaker cue excepted).
-const INNER_COST: i64 = 250;
-/// A cue that cannot be read at the pace in the time it may stay up, on top of the share of time
-/// it lacks.
-const PACE_STEP: i64 = 600;
+/// A cue that cannot be read at the pace in the time it may stay up: this, plus `PACE_SHARE`
+/// times the share of that time it lacks (up to `PACE_SHARE_CAP`). Reading pace and sentence
+/// ends outweigh every other term (ARCHITECTURE.md, "Layout").
+const PACE_STEP: i64 = 3000;
+const PACE_SHARE: f32 = 30_000.0;
+const PACE_SHARE_CAP: f32 = 3000.0;
+/// Each sentence that ends inside a cue rather than at its end (the end of a speaker's line in a
+/// two-speaker cue excepted): as much as a cue 1.5% short of its reading time, so a sentence
+/// stays whole at the cost of an overrun no viewer notices, and pace wins over any larger one.
+pub const INNER_COST: i64 = PACE_STEP + (PACE_SHARE * 0.015) as i64;
+/// The same for a sentence end guessed from a pause in a transcript without punctuation: under a
+/// third, since the guess is often wrong.
+pub const GUESSED_INNER_COST: i64 = 1000;
 /// A cue shorter than this (ms) flashes by: 5/6 s.
 pub const FLASH_MS: i64 = 833;
 
@@ -71,6 +78,10 @@ struct FastScratch {
     /// (`HEAD_COST` when unit `i - 1` does not end a sentence and has unit `i`'s speaker; 0 at
     /// the run's start), so the first pass reads one number per start.
     headed: Vec<i64>,
+    /// `counted[i]`: `headed[i]` less `inner_cost` for each sentence end before unit `i`
+    /// (`Sums::sent`), so a cue `[i, j)` adds its inner sentence ends' cost as
+    /// `counted[i] + inner_cost * sent[j - 1]`.
+    counted: Vec<i64>,
 }
 
 /// Buffers the segmentation reuses from chunk to chunk.
@@ -103,6 +114,7 @@ pub fn segment(
         scratch.back.resize(n, 0);
         scratch.fit_start.resize(n, 0);
         scratch.fast.headed.resize(n, 0);
+        scratch.fast.counted.resize(n, 0);
         // Prefix sums of graphemes and separators (the length of units [a, b) on one line is
         // `len[b] - len[a] - sep(a)`) and of manual line breaks, so a two-line cue is scored in
         // O(1) per break position.
@@ -116,6 +128,7 @@ pub fn segment(
         sums.line_cost.resize(m, 0);
         sums.pause.resize(m, 0);
         sums.head.resize(m, 0);
+        sums.sent.resize(m + 1, 0);
         sums.snap.clear();
         if p.pace {
             // Each unit's start as timing will show it: shifted and snapped to the grid. In
@@ -133,6 +146,7 @@ pub fn segment(
         let mut all_fit = true;
         let (mut t, mut l) = (0u64, 0u32);
         let mut prev: Option<&Unit> = None;
+        let mut sent = 0;
         let out = sums
             .lead
             .iter_mut()
@@ -140,8 +154,11 @@ pub fn segment(
             .zip(&mut sums.line_after[1..])
             .zip(&mut sums.line_cost)
             .zip(&mut sums.pause)
-            .zip(&mut sums.head);
-        for (u, (((((lead, len), line_after), line_cost), pause), head)) in units.iter().zip(out) {
+            .zip(&mut sums.head)
+            .zip(&mut sums.sent);
+        for (u, ((((((lead, len), line_after), line_cost), pause), head), sent_before)) in
+            units.iter().zip(out)
+        {
             *lead = t + u.sep as u64;
             t += u.g as u64 + u.sep as u64;
             l += u.has(LINE_AFTER) as u32;
@@ -150,19 +167,26 @@ pub fn segment(
             *line_cost = super::lines::line_break_cost(p, u);
             all_fit &= u.g <= p.max_chars;
             (*pause, *head) = match prev {
-                Some(a) => (
-                    pause_cost(p, u.start - a.end),
-                    if !a.has(SENT_END) && a.speaker == u.speaker {
-                        HEAD_COST
-                    } else {
-                        0
-                    },
-                ),
+                Some(a) => {
+                    let same = a.speaker == u.speaker;
+                    sent += u32::from(a.has(SENT_END) & same);
+                    (
+                        pause_cost(p, u.start - a.end),
+                        if !a.has(SENT_END) && same {
+                            HEAD_COST
+                        } else {
+                            0
+                        },
+                    )
+                }
                 None => (0, 0),
             };
+            *sent_before = sent;
             prev = Some(u);
         }
         sums.all_fit = all_fit;
+        // The last unit ends no sentence that a later unit carries on.
+        sums.sent[m] = sent;
     }
     let mut a = base;
     while a < end {
@@ -224,6 +248,9 @@ struct Sums {
     pause: Vec<i64>,
     /// `head[k]`: `HEAD_COST` when unit k - 1 does not end a sentence and has unit k's speaker.
     head: Vec<i64>,
+    /// `sent[x]`: the units before unit x that end a sentence the same speaker carries on from
+    /// (a sentence end inside a cue that holds them and the next unit).
+    sent: Vec<u32>,
     /// `snap[k]`: unit k's start shifted and snapped to the frame grid, as timing shows a cue
     /// starting with it (with reading pace only).
     snap: Vec<i64>,
@@ -349,8 +376,8 @@ struct Cand {
     max_gap: i64,
     /// A sentence ends inside the cue (before its last unit).
     inner_end: bool,
-    /// A sentence ends inside the cue other than at the end of a speaker's line.
-    inner_sent: bool,
+    /// Sentences that end inside the cue other than at the end of a speaker's line.
+    inner_sent: i64,
     /// Graphemes of units `[i, j)` on one line.
     chars: i64,
     /// `...` before the cue.
@@ -385,9 +412,7 @@ fn cue_cost(
         };
     }
     cost += pause_cost(p, c.max_gap);
-    if c.inner_sent {
-        cost += INNER_COST;
-    }
+    cost += p.inner_cost * c.inner_sent;
     if c.inner_end {
         if e.open_end {
             cost += TAIL_COST;
@@ -448,13 +473,13 @@ fn rest_cost(
         // `needed <= avail` the division gives 0.0, the term's value in that case.
         let shown = needed.max(span).max(p.min_dur).min(avail);
         let flash = if p.avoid_flash && shown < FLASH_MS {
-            (FLASH_MS - shown) / 4
+            FLASH_MS - shown
         } else {
             0
         };
         // A float division: IEEE division is exact and deterministic on every platform.
-        let over = (needed - avail).max(0) as f32 * 400.0 / avail as f32;
-        cost += flash + over.min(2000.0) as i64 + PACE_STEP * i64::from(needed > avail);
+        let over = (needed - avail).max(0) as f32 * PACE_SHARE / avail as f32;
+        cost += flash + over.min(PACE_SHARE_CAP) as i64 + PACE_STEP * i64::from(needed > avail);
         if cost >= best_cost {
             return None;
         }
@@ -487,7 +512,7 @@ fn walk_general(
         chars: last.g as i64,
         max_gap: 0,
         inner_end: false,
-        inner_sent: false,
+        inner_sent: 0,
     };
     let fit = &mut BackFit {
         lines: 1,
@@ -512,7 +537,7 @@ fn walk_general(
                 w.inner_end = true;
                 // A sentence end before a speaker change ends a speaker's line, not the cue's
                 // text.
-                w.inner_sent |= u.speaker == nx.speaker;
+                w.inner_sent += i64::from(u.speaker == nx.speaker);
             }
             if i < i_lim || last.end - u.start > e.max_dur {
                 break;
@@ -599,7 +624,7 @@ struct Walk {
     chars: i64,
     max_gap: i64,
     inner_end: bool,
-    inner_sent: bool,
+    inner_sent: i64,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -616,6 +641,7 @@ fn smart_run(
 ) {
     best[a] = 0;
     fast_scratch.headed[a] = 0;
+    fast_scratch.counted[a] = -p.inner_cost * sums.sent[a] as i64;
     let max_dur = p.max_dur.unwrap_or(i64::MAX);
     let max_chars = p.max_chars as i64;
     // The fast walk (below) needs every line to be free of decorations and every unit to fit a
@@ -730,7 +756,9 @@ fn smart_run(
         });
         best[j] = best_cost;
         back[j] = best_i as u32;
-        fast_scratch.headed[j] = best_cost + if j < b { sums.head[j] } else { 0 };
+        let headed = best_cost + if j < b { sums.head[j] } else { 0 };
+        fast_scratch.headed[j] = headed;
+        fast_scratch.counted[j] = headed - p.inner_cost * sums.sent[j] as i64;
     }
     // Walk the best path back from the run's end.
     let first = cues.len();
@@ -777,6 +805,7 @@ fn fast_walk(
         lower,
         pick,
         headed,
+        counted,
     }: &mut FastScratch,
     e: &mut End<'_>,
     dur_lo: usize,
@@ -842,7 +871,9 @@ fn fast_walk(
         dialogue: i < lo,
         max_gap: 0,
         inner_end: inner_end(i),
-        inner_sent: i < sent_same,
+        // Read by `cue_cost` only, for the one-unit cue (which holds no inner sentence end);
+        // the other starts' inner sentence ends are in their bounds (`Sources::inner`).
+        inner_sent: 0,
         chars: sums.line(i, j),
         prefix: 0,
     };
@@ -866,10 +897,12 @@ fn fast_walk(
     let srcs = Sources {
         best,
         headed,
+        counted,
         pauses: &sums.pause,
         sent_end,
         sent_same,
         tail,
+        inner: p.inner_cost * sums.sent[j - 1] as i64,
         j,
     };
     let mut hi = j - 1;
@@ -941,15 +974,20 @@ struct Sources<'a> {
     best: &'a [i64],
     /// `best` and the head cost (see `FastScratch::headed`).
     headed: &'a [i64],
+    /// `headed` less the inner sentence ends before each start (see `FastScratch::counted`).
+    counted: &'a [i64],
     /// `Sums::pause`.
     pauses: &'a [i64],
     /// The starts below this cut a sentence.
     sent_end: usize,
     /// The starts below this also hold a sentence end other than at a speaker's line end, and
-    /// add `INNER_COST` (`sent_same <= sent_end`).
+    /// add `inner_cost` for each of them (`sent_same <= sent_end`).
     sent_same: usize,
     /// `TAIL_COST` when the cue ends inside a sentence that the next cue carries on.
     tail: i64,
+    /// `Params::inner_cost` for each sentence end before the cue's last unit (`Sums::sent`):
+    /// with `counted`, the cost of the inner sentence ends of a start below `sent_same`.
+    inner: i64,
     /// The cue's end.
     j: usize,
 }
@@ -999,9 +1037,9 @@ impl Lowest {
             lower,
             k,
             (lo_i, cut_same),
-            src.headed,
+            src.counted,
             src.pauses,
-            add + src.tail + INNER_COST,
+            add + src.tail + src.inner,
             lines,
         )
     }
