@@ -39,7 +39,7 @@ const CONTRACT_CODES: [&str; 26] = [
 ];
 
 /// Codes beyond the contract's table: routing and the presigned upload.
-const HOST_CODES: [&str; 12] = [
+const HOST_CODES: [&str; 14] = [
     "not_found",
     "method_not_allowed",
     "invalid_signature",
@@ -52,6 +52,8 @@ const HOST_CODES: [&str; 12] = [
     "malformed_request",
     "uri_too_long",
     "headers_too_large",
+    "idempotency_key_reused",
+    "idempotency_key_in_use",
 ];
 
 fn job_body(size: usize) -> Value {
@@ -93,6 +95,7 @@ fn every_error_code_is_produced_by_a_real_request() {
     auth_errors(&server, &org);
     routing_errors(&server, key);
     creation_errors(&server, &org, &media);
+    idempotency_errors(&server, &org);
     upload_errors(&server, key, &media);
     concurrent_uploads(&server, key, &media);
     result_errors(&server, key, &media);
@@ -185,6 +188,52 @@ fn routing_errors(server: &Server, key: &str) {
     server
         .get(key, "/v1/jobs/0123456789abcdef01234567")
         .expect_error(404, "job_not_found");
+}
+
+/// A key reused with another body; a key whose first request is still creating its job (that
+/// request is simulated by its claim, written into the database as the server writes it).
+fn idempotency_errors(server: &Server, org: &crate::common::Org) {
+    let auth = format!("Bearer {}", org.key);
+    let post = |key: &str, body: &Value| {
+        request(
+            server.port,
+            "POST",
+            "/v1/jobs",
+            &[("Authorization", auth.as_str()), ("Idempotency-Key", key)],
+            body.to_string().as_bytes(),
+        )
+    };
+    assert_eq!(post("e-1", &job_body(10)).status, 201);
+    post("e-1", &job_body(11)).expect_error(409, "idempotency_key_reused");
+    // A claim of 'e-2' for another body, then for this body, as a request in flight leaves it.
+    let hash = python(&format!(
+        "import hashlib,json\nprint(hashlib.sha256(json.dumps(json.loads({:?}),sort_keys=True,separators=(',',':')).encode()).hexdigest())",
+        job_body(10).to_string()
+    ));
+    let bytes = |hex: &str| match server.pg.is_some() {
+        true => format!("decode('{hex}', 'hex')"),
+        false => format!("x'{hex}'"),
+    };
+    let claim = |hex: &str| {
+        format!(
+            "DELETE FROM idempotency_keys WHERE key = 'e-2'; INSERT INTO idempotency_keys (org_id, key, body_hash, created_at) VALUES ('{}', 'e-2', {}, {})",
+            org.id,
+            bytes(hex),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis())
+                .unwrap_or(0)
+        )
+    };
+    server.sql(&claim("00"));
+    post("e-2", &job_body(10)).expect_error(409, "idempotency_key_reused");
+    server.sql(&claim(hash.trim()));
+    let started = Instant::now();
+    post("e-2", &job_body(10)).expect_error(409, "idempotency_key_in_use");
+    assert!(
+        started.elapsed() >= Duration::from_secs(4),
+        "it waited for the first request"
+    );
 }
 
 fn creation_errors(server: &Server, org: &crate::common::Org, media: &[u8]) {

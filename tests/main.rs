@@ -10,6 +10,7 @@ mod check;
 mod cli;
 mod errors;
 mod hardening;
+mod idempotency;
 mod media;
 mod media_store;
 mod pipeline;

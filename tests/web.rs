@@ -1203,3 +1203,85 @@ fn an_edit_answers_only_the_cues_it_changed_and_the_patch_gives_the_whole_list()
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json()["cues"].as_array().map(Vec::len), Some(40));
 }
+
+#[test]
+fn cues_the_layout_cut_merge_with_a_join_and_a_merge_it_cannot_keep_is_refused() {
+    let server = Server::start(&[]);
+    let org = server.org(1000, &[]);
+    let id = ready_job(&server, &org.key, "talk", &server.tone(3), "audio/wav");
+    let web = Web::sign_in(&server, &org.owner);
+    let data = web.get_json(&format!("/editor/{id}/data")).json();
+    let cues = data["cues"].as_array().expect("cues").clone();
+    assert_eq!(cues.len(), 2, "two sentences, two cues: {data}");
+    // No manual break between them: the layout chose the boundary (a sentence end).
+    let at = cues[1]["from"].as_u64().expect("from") as usize;
+    assert_eq!(
+        cues[0]["words"]
+            .as_array()
+            .and_then(|w| w.last())
+            .map(|w| w["br"].clone()),
+        Some(json!(""))
+    );
+    let r = web.post_json(
+        &format!("/editor/{id}/edit"),
+        &json!({"revision": 0, "op": "merge", "at": at}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let merged = r.json();
+    assert_eq!(merged["cues"].as_array().map(Vec::len), Some(1), "{merged}");
+    assert_eq!(merged["cues"][0]["words"][at - 1]["br"], "join");
+    // Every download follows.
+    let api = server
+        .get(&org.key, &format!("/v1/jobs/{id}/transcript"))
+        .json();
+    assert_eq!(api["cues"].as_array().map(Vec::len), Some(1), "{api}");
+    let srt = server
+        .get(&org.key, &format!("/v1/jobs/{id}/subtitles?format=srt"))
+        .text();
+    assert!(!srt.contains("\r\n2\r\n"), "{srt}");
+    // A split there again, the second cue another speaker's: that merge is refused, saying why.
+    let r = web.post_json(
+        &format!("/editor/{id}/edit"),
+        &json!({"revision": 1, "op": "split", "at": at}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let second = r.json()["cues"][1].clone();
+    let r = web.post_json(
+        &format!("/editor/{id}/edit"),
+        &json!({"revision": 2, "op": "speaker", "from": second["from"], "to": second["to"], "speaker": 1}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    // Two speakers share a cue with dashes (the default); without them that merge is refused.
+    let r = web.post_json(
+        &format!("/editor/{id}/settings"),
+        &json!({"settings": {"emDashOnSpeakerChange": false}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = web.post_json(
+        &format!("/editor/{id}/edit"),
+        &json!({"revision": 3, "op": "merge", "at": at}),
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(r.text().contains("two speakers"), "{}", r.text());
+    // Nothing was saved.
+    let now = web.get_json(&format!("/editor/{id}/data")).json();
+    assert_eq!(now["transcript"]["revision"], 3);
+    assert_eq!(now["cues"].as_array().map(Vec::len), Some(2));
+    // Too long for the limits together: refused with the limits named.
+    let r = web.post_json(
+        &format!("/editor/{id}/settings"),
+        &json!({"settings": {"maxCharsPerLine": 12, "maxLinesPerSubtitle": 1}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let narrow = r.json();
+    let rev = narrow["transcript"]["revision"].as_i64().expect("revision");
+    // The second speaker's first two cues.
+    let second = narrow["cues"][2].clone();
+    assert_eq!(second["speaker"], 1, "{narrow}");
+    let r = web.post_json(
+        &format!("/editor/{id}/edit"),
+        &json!({"revision": rev, "op": "merge", "at": second["from"]}),
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(r.text().contains("1 line of 12 characters"), "{}", r.text());
+}

@@ -11,6 +11,11 @@ pub enum Break {
     Line,
     /// The next word starts a new cue.
     Cue,
+    /// The next word stays in this cue (an editor merged two cues the layout had cut here): the
+    /// layout cuts there only when no cutting within the hard limits (line length, lines,
+    /// maxDuration) keeps them together, and never overrides a hard boundary (a speaker change
+    /// outside dialogue, a long pause, splitOnPunctuation).
+    Join,
 }
 
 /// One recognised word with its timing.

@@ -34,7 +34,12 @@ fn word() -> impl Strategy<Value = Word> {
         0i64..3_600_000,
         -200i64..3000,
         0u32..3,
-        prop_oneof![8 => Just(None), 1 => Just(Some(Break::Line)), 1 => Just(Some(Break::Cue))],
+        prop_oneof![
+            8 => Just(None),
+            1 => Just(Some(Break::Line)),
+            1 => Just(Some(Break::Cue)),
+            1 => Just(Some(Break::Join))
+        ],
     )
         .prop_map(|(t, s, d, sp, br)| {
             let mut w = Word::new(t, Millis(s), Millis(s + d), sp);

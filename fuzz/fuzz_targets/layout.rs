@@ -163,6 +163,7 @@ fuzz_target!(|input: Input| {
             word.break_after = match w.brk % 8 {
                 0 => Some(Break::Line),
                 1 => Some(Break::Cue),
+                2 => Some(Break::Join),
                 _ => None,
             };
             word

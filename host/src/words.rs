@@ -45,6 +45,7 @@ pub fn encode(words: &[Word]) -> String {
             b: w.break_after.map(|b| match b {
                 Break::Line => "line",
                 Break::Cue => "cue",
+                Break::Join => "join",
             }),
         })
         .collect();
@@ -78,6 +79,7 @@ fn push_word(out: &mut String, w: &Word) {
         b: w.break_after.map(|b| match b {
             Break::Line => "line",
             Break::Cue => "cue",
+            Break::Join => "join",
         }),
     };
     // Serializing a struct of strings and integers cannot fail.
@@ -139,6 +141,7 @@ pub fn decode(stored: &str) -> Option<Vec<Word>> {
             word.break_after = match w.b.as_deref() {
                 Some("line") => Some(Break::Line),
                 Some("cue") => Some(Break::Cue),
+                Some("join") => Some(Break::Join),
                 _ => None,
             };
             Some(word)

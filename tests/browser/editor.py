@@ -169,16 +169,18 @@ with sync_playwright() as pw:
     page.reload()
     revision(page, 3)
     assert listing(page) == shown, (shown, listing(page))
+    # Merged with the cue after it: the two shown cues become one.
+    before_merge = cue_count(page)
     page.locator("li.cue").nth(starts.index(word_text) - 1).click()
     page.keyboard.press("Alt+m")
     revision(page, 4)
-    assert cue_count(page) == n
+    assert cue_count(page) == before_merge - 1, (before_merge, listing(page))
 
     step("set a line break, then undo it")
     def line_starts():
         return [t.split(" ")[0] for t in page.locator("li.cue .line").all_inner_texts()]
 
-    target = page.locator("li.cue").nth(1).locator(".w").nth(3)
+    target = page.locator("li.cue").last.locator(".w").nth(2)
     word_text = target.inner_text()
     assert word_text not in line_starts(), (word_text, line_starts())
     target.click()
@@ -216,6 +218,16 @@ with sync_playwright() as pw:
     page.click('#history li[data-revision="0"] button')
     revision(page, 9)
     expect(page.locator("li.cue").first).to_contain_text("Hello world.")
+
+    step("merge two cues the layout cut at a sentence end (no manual break)")
+    n = cue_count(page)
+    page.locator("li.cue").first.click()
+    page.click("#merge")
+    revision(page, 10)
+    assert cue_count(page) == n - 1, (n, cue_count(page))
+    expect(page.locator("li.cue").first).to_contain_text("Hello world.")
+    expect(page.locator("li.cue").first).to_contain_text("subtitles.")
+    page.screenshot(path=cfg["shots"] + "/editor-merged.png", full_page=True)
 
     step("change a layout setting: the cues are laid out again at once")
     lines_before = page.locator("li.cue .line").count()

@@ -434,6 +434,103 @@ mod tests {
     }
 
     #[test]
+    fn a_join_keeps_two_cues_together_within_the_hard_limits_only() {
+        // Two sentences with a pause: two cues in smart mode, one with a join.
+        let two = ["The river moved quickly.", "Then the valley flooded."];
+        for smart in [true, false] {
+            let settings = Settings {
+                format_subtitles: smart,
+                ..Settings::default()
+            };
+            let fr = FrameRate::FPS_25;
+            let mut words = spoken(&two, 800);
+            if smart {
+                // (Greedy mode fills the cue to its limits: one cue already.)
+                assert_eq!(layout(&words, &settings, fr).len(), 2);
+            }
+            words[3].break_after = Some(Break::Join);
+            let cues = layout(&words, &settings, fr);
+            assert_eq!(cues.len(), 1, "smart {smart}: {:?}", texts(&cues));
+            assert_eq!(cues[0].words.len(), 8);
+            // When both sentences do not fit one cue, the words either side of the join still
+            // share one: the layout cuts elsewhere.
+            let narrow = Settings {
+                max_chars_per_line: 24,
+                max_lines_per_subtitle: 1,
+                ..settings.clone()
+            };
+            let cues = texts(&layout(&words, &narrow, fr));
+            assert!(
+                cues.iter().any(|c| c.contains("quickly. Then")),
+                "smart {smart}: {cues:?}"
+            );
+            // When not even they fit one line, the join is cut: the limits come first.
+            let tiny = Settings {
+                max_chars_per_line: 10,
+                max_lines_per_subtitle: 1,
+                ..settings.clone()
+            };
+            let cues = texts(&layout(&words, &tiny, fr));
+            assert!(
+                cues.iter().any(|c| c.ends_with("quickly.")),
+                "smart {smart}: {cues:?}"
+            );
+            // A long pause is a hard boundary a join does not override.
+            let mut apart = spoken(&two, 2500);
+            apart[3].break_after = Some(Break::Join);
+            assert_eq!(layout(&apart, &settings, fr).len(), 2, "smart {smart}");
+        }
+    }
+
+    #[test]
+    fn a_sentence_stays_whole_for_a_hair_over_the_pace_and_gives_way_to_a_real_overrun() {
+        // Two sentences `pause` ms apart, then a long silence before a third. The first sentence
+        // alone (32 characters, 1.88 s at 17 a second) may stay up from its first word until
+        // 3 frames before the second: 1370 + pause - 120 ms.
+        let words_with = |pause: i64| {
+            let mut words = spoken(&["Flooding has closed the railway."], 0);
+            let mut second = spoken(&["Engineers are working."], 0);
+            let mut third = spoken(&["Good night."], 0);
+            let at = 1370 + pause;
+            for w in &mut second {
+                w.start = w.start + Millis(at);
+                w.end = w.end + Millis(at);
+            }
+            for w in &mut third {
+                w.start = w.start + Millis(at + 3300);
+                w.end = w.end + Millis(at + 3300);
+            }
+            words.extend(second);
+            words.extend(third);
+            words
+        };
+        let layout_of = |pause| {
+            texts(&layout(
+                &words_with(pause),
+                &Settings::default(),
+                FrameRate::FPS_25,
+            ))
+        };
+        // 620 ms: 1.87 s for 1.88 s of reading, under 1.5% short: the sentences stay apart.
+        assert_eq!(
+            layout_of(620),
+            [
+                "Flooding has closed the railway.",
+                "Engineers are working.",
+                "Good night."
+            ]
+        );
+        // 500 ms: 6% short. Reading pace wins: both sentences share one cue and its time.
+        assert_eq!(
+            layout_of(500),
+            [
+                "Flooding has closed the railway. / Engineers are working.",
+                "Good night."
+            ]
+        );
+    }
+
+    #[test]
     fn a_pause_after_a_weak_word_is_a_hesitation_not_a_sentence_end() {
         let mut words = spoken(&["we walked to the", "station in the rain"], 450);
         words.extend(spoken(&["and waited"], 0).into_iter().map(|mut w| {
@@ -483,11 +580,8 @@ mod tests {
                     let d = 100 + rng.below(500) as i64;
                     let mut w = Word::new(text, Millis(t), Millis(t + d), rng.below(3) as u32);
                     if rng.below(40) == 0 {
-                        w.break_after = Some(if rng.below(2) == 0 {
-                            Break::Line
-                        } else {
-                            Break::Cue
-                        });
+                        w.break_after =
+                            Some([Break::Line, Break::Cue, Break::Join][rng.below(3) as usize]);
                     }
                     t += d;
                     w

@@ -31,6 +31,8 @@ pub const COMMA: u16 = 1;
 /// `SENT_END` set by a pause in a transcript without sentence punctuation, not by the text
 /// (splitOnPunctuation, which is literal, ignores it).
 pub const PAUSE_END: u16 = 2;
+/// A manual join: the word's cue goes on with the next word ([`crate::Break::Join`]).
+pub const JOIN: u16 = 4;
 
 /// One displayable piece of text: a whole word, or a line-sized piece of an over-long word.
 #[derive(Debug, Clone, Copy)]
@@ -478,6 +480,7 @@ impl<'f> Preparer<'f> {
         match w.break_after {
             Some(Break::Line) => flags |= LINE_AFTER,
             Some(Break::Cue) => flags |= CUE_AFTER,
+            Some(Break::Join) => extra |= JOIN,
             None => {}
         }
         let (lo, hi, owned) = match &text {

@@ -1,7 +1,9 @@
 //! Cue boundaries: where one cue ends and the next begins. Smart mode scores every feasible cue
 //! in a bounded window (a DP over break points); greedy mode fills each cue to the limits.
 
-use super::prepare::{Unit, CLAUSE, CUE_AFTER, LINE_AFTER, MID_WORD, PAUSE_END, SENT_END, WEAK};
+use super::prepare::{
+    Unit, CLAUSE, CUE_AFTER, JOIN, LINE_AFTER, MID_WORD, PAUSE_END, SENT_END, WEAK,
+};
 use super::Params;
 
 /// Cost units: one "point" is roughly what one badly placed break is worth.
@@ -334,12 +336,16 @@ fn break_cost(p: &Params, units: &[Unit], u: usize) -> i64 {
     } else {
         c - c * g / (2 * p.pause_threshold)
     };
-    if a.has(MID_WORD) {
-        400
-    } else {
-        c + weak
-    }
+    // A manual join costs more than any cutting within the limits (without a branch: joins
+    // are rare, and this runs for every cue end).
+    let join = JOIN_COST * i64::from((a.extra & JOIN) >> 2);
+    join + if a.has(MID_WORD) { 400 } else { c + weak }
 }
+
+/// The cost of a cue end after a manually joined word: more than the costs of all the cue ends a
+/// transcript's chunk can hold, so the layout cuts a join only when the hard limits leave no other
+/// cutting.
+const JOIN_COST: i64 = 1 << 40;
 
 /// What the cost of a cue `[i, j)` needs of its end `j`, worked out once per end.
 struct End<'a> {
@@ -1154,8 +1160,11 @@ fn greedy_run(p: &Params, units: &[Unit], a: usize, b: usize, cues: &mut Vec<(us
     while i < b {
         let prefix = pre(p, units, i);
         let mut fit = Fit::start(&units[i], prefix);
-        // `ok` is the longest end that fits with its closing decoration.
+        // `ok` is the longest end that fits with its closing decoration; `free` the longest such
+        // end not after a manually joined unit (`i` when there is none).
+        let joined = |e: usize| e < b && units[e - 1].extra & JOIN != 0;
         let mut ok = i + 1;
+        let mut free = if joined(i + 1) { i } else { i + 1 };
         let mut j = i + 1;
         while j < b {
             let u = &units[j];
@@ -1176,10 +1185,15 @@ fn greedy_run(p: &Params, units: &[Unit], a: usize, b: usize, cues: &mut Vec<(us
             j += 1;
             if fit.closes(p, suf(p, units, j)) {
                 ok = j;
+                if !joined(j) {
+                    free = j;
+                }
             }
         }
-        cues.push((i, ok));
-        i = ok;
+        // A join is cut only when the limits leave no other end.
+        let end = if free > i { free } else { ok };
+        cues.push((i, end));
+        i = end;
     }
 }
 
@@ -1255,8 +1269,9 @@ mod tests {
 
     /// The cost of a cue break as its rules read, one after the other.
     fn break_cost_by_the_rules(p: &Params, a: &Unit, b: &Unit) -> i64 {
+        let join = if a.extra & JOIN != 0 { JOIN_COST } else { 0 };
         if a.has(MID_WORD) {
-            return 400;
+            return join + 400;
         }
         let mut c = if a.has(SENT_END) || a.speaker != b.speaker {
             0
@@ -1276,7 +1291,7 @@ mod tests {
         if a.has(WEAK) && !a.has(CLAUSE) && !a.has(SENT_END) {
             c += 200;
         }
-        c
+        join + c
     }
 
     #[test]
@@ -1298,7 +1313,7 @@ mod tests {
         for settings in &profiles {
             let p = Params::new(settings, FrameRate::FPS_25, None);
             for flags in 0..=u8::MAX {
-                for speaker in [0, 1] {
+                for (speaker, extra) in [(0, 0), (1, 0), (0, JOIN), (1, JOIN)] {
                     for gap in gaps {
                         let a = Unit {
                             word: 0,
@@ -1311,7 +1326,7 @@ mod tests {
                             end: 1000,
                             speaker: 0,
                             flags,
-                            extra: 0,
+                            extra,
                         };
                         let b = Unit {
                             start: 1000 + gap,

@@ -19,7 +19,7 @@ use serde_json::{json, Map, Value};
 
 use crate::http::error::ApiError;
 use crate::http::{json_response, App, Body, Caller};
-use crate::store::{JobRow, NewJob, Store, TranscriptRow};
+use crate::store::{JobRow, KeyClaim, NewJob, Store, TranscriptRow};
 use crate::util::{is_id, new_id, now_ms, rfc3339};
 
 /// Largest accepted creation body: a maximal valid request (1000 vocabulary terms of 100
@@ -488,12 +488,55 @@ fn prepare(
     Ok(Prepared { settings, owner })
 }
 
-/// POST /jobs.
+/// How long a request waits for another request with its `Idempotency-Key` to finish creating
+/// the job (milliseconds, normally) before answering 409 `idempotency_key_in_use`.
+const IDEMPOTENCY_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The `Idempotency-Key` header of a request: `None` when absent; else one header of 1 to 255
+/// visible ASCII characters (400 `invalid_request` otherwise).
+pub fn idempotency_key(headers: &hyper::HeaderMap) -> Result<Option<String>, ApiError> {
+    let mut values = headers.get_all("idempotency-key").iter();
+    let Some(first) = values.next() else {
+        return Ok(None);
+    };
+    let bad = |message: &str| {
+        ApiError::InvalidRequest(vec![FieldError {
+            field: "Idempotency-Key".into(),
+            message: message.into(),
+        }])
+    };
+    if values.next().is_some() {
+        return Err(bad("send the Idempotency-Key header once"));
+    }
+    let bytes = first.as_bytes();
+    if bytes.is_empty() || bytes.len() > 255 || !bytes.iter().all(|b| (0x21..=0x7e).contains(b)) {
+        return Err(bad(
+            "the Idempotency-Key must be 1 to 255 visible ASCII characters, without spaces",
+        ));
+    }
+    Ok(Some(String::from_utf8_lossy(bytes).into_owned()))
+}
+
+/// What identifies a creation request's body for its `Idempotency-Key`: the SHA-256 of the
+/// body's JSON with members sorted and whitespace dropped, so that the same request serialised
+/// differently counts as the same body.
+fn body_hash(body: &[u8]) -> Vec<u8> {
+    let canonical = serde_json::from_slice::<Value>(body)
+        .map(|v| v.to_string().into_bytes())
+        .unwrap_or_else(|_| body.to_vec());
+    crate::util::sha256(&canonical).to_vec()
+}
+
+/// POST /jobs. With an `Idempotency-Key`, the same key and body within 24 hours answers the first
+/// response again (header `Idempotent-Replayed: true`) without creating a second job; the key
+/// with another body is 409 `idempotency_key_reused`. A request answered with an error records
+/// nothing, so its retry is decided afresh.
 pub async fn create(
     app: Arc<App>,
     caller: Caller,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, ApiError> {
+    let key = idempotency_key(req.headers())?;
     let body: Bytes = match Limited::new(req.into_body(), MAX_BODY_BYTES)
         .collect()
         .await
@@ -512,81 +555,117 @@ pub async fn create(
         }
     };
     let request = validate_create_request(&body)?;
-    let price = app.config.price_cents_per_minute;
-    let secret = app.secret.clone();
-    let (job, url, expires_at) = app
+    let hash = body_hash(&body);
+    let for_closure = app.clone();
+    let (replayed, response) = app
         .db(move |store| {
-            let now = now_ms();
-            let prepared = prepare(store, &caller, &request, now)?;
-            let required = crate::billing::required_cents(request.duration_seconds, price);
-            let available = store.balance(&caller.org_id).map_err(|e| {
-                tracing::warn!("billing unavailable: {e}");
-                ApiError::BillingUnavailable
-            })?;
-            if available < required {
-                return Err(ApiError::InsufficientCredits {
-                    required_cents: required,
-                    available_cents: available,
-                });
+            let app = for_closure;
+            let Some(key) = key else {
+                let made = create_job(store, &app, &caller, &request, None)?;
+                return Ok((false, made));
+            };
+            let deadline = std::time::Instant::now() + IDEMPOTENCY_WAIT;
+            loop {
+                match store.claim_idempotency_key(&caller.org_id, &key, &hash, now_ms())? {
+                    KeyClaim::New => break,
+                    KeyClaim::Replay(first) => return Ok((true, first)),
+                    KeyClaim::Reused => return Err(ApiError::IdempotencyKeyReused),
+                    KeyClaim::InFlight if std::time::Instant::now() < deadline => {
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                    }
+                    KeyClaim::InFlight => return Err(ApiError::IdempotencyKeyInUse),
+                }
             }
-            let id = new_id().map_err(|e| ApiError::Internal(format!("random: {e}")))?;
-            let expires_at = now + UPLOAD_LIFETIME_MS;
-            let language = prepared.settings.resolve().language;
-            store.insert_job(&NewJob {
-                id: id.clone(),
-                org_id: caller.org_id.clone(),
-                owner_member_id: prepared.owner,
-                api_key_id: caller.key_id.clone(),
-                folder_id: request.folder_id.clone(),
-                preset_id: request.preset_id.clone(),
-                name: request.name.clone(),
-                filename: request.filename.clone(),
-                content_type: request.content_type.clone(),
-                size_bytes: request.size_bytes as i64,
-                declared_seconds: request.duration_seconds,
-                price_cents_per_minute: price,
-                settings: prepared.settings.to_json().to_string(),
-                language,
-                upload_expires_at: expires_at,
-                created_at: now,
-            })?;
-            let job = load_org_job(store, &caller.org_id, &id)?;
-            let expires = expires_at.div_euclid(1000);
-            let sig = upload_signature(
-                &secret,
-                &id,
-                expires,
-                &job.content_type,
-                job.size_bytes as u64,
-            );
-            Ok((job, (expires, sig), expires_at))
+            let made = create_job(store, &app, &caller, &request, Some((&key, &hash)));
+            if made.is_err() {
+                if let Err(e) = store.release_idempotency_key(&caller.org_id, &key, &hash) {
+                    tracing::warn!("could not release idempotency key: {e}");
+                }
+            }
+            Ok((false, made?))
         })
         .await?;
-    let (expires, sig) = url;
-    // A bucket signs its own PUT URL (the bytes then never pass through this process); a local
-    // directory receives them on `PUT /upload/{id}`, signed with the server's secret.
-    let media = app.media.clone();
-    let (jid, ct, size) = (
-        job.id.clone(),
-        job.content_type.clone(),
+    let value: Value = serde_json::from_str(&response)
+        .map_err(|e| ApiError::Internal(format!("stored response: {e}")))?;
+    let mut resp = json_response(201, &value);
+    if replayed {
+        resp.headers_mut().insert(
+            "idempotent-replayed",
+            hyper::header::HeaderValue::from_static("true"),
+        );
+    }
+    Ok(resp)
+}
+
+/// Checks, prices and inserts a job; returns the 201 body as JSON text. With a claimed
+/// idempotency key, the job and its recorded response are written in one transaction.
+fn create_job(
+    store: &dyn Store,
+    app: &App,
+    caller: &Caller,
+    request: &CreateRequest,
+    key: Option<(&str, &[u8])>,
+) -> Result<String, ApiError> {
+    let now = now_ms();
+    let price = app.config.price_cents_per_minute;
+    let prepared = prepare(store, caller, request, now)?;
+    let required = crate::billing::required_cents(request.duration_seconds, price);
+    let available = store.balance(&caller.org_id).map_err(|e| {
+        tracing::warn!("billing unavailable: {e}");
+        ApiError::BillingUnavailable
+    })?;
+    if available < required {
+        return Err(ApiError::InsufficientCredits {
+            required_cents: required,
+            available_cents: available,
+        });
+    }
+    let id = new_id().map_err(|e| ApiError::Internal(format!("random: {e}")))?;
+    let expires_at = now + UPLOAD_LIFETIME_MS;
+    let language = prepared.settings.resolve().language;
+    let job = NewJob {
+        id: id.clone(),
+        org_id: caller.org_id.clone(),
+        owner_member_id: prepared.owner,
+        api_key_id: caller.key_id.clone(),
+        folder_id: request.folder_id.clone(),
+        preset_id: request.preset_id.clone(),
+        name: request.name.clone(),
+        filename: request.filename.clone(),
+        content_type: request.content_type.clone(),
+        size_bytes: request.size_bytes as i64,
+        declared_seconds: request.duration_seconds,
+        price_cents_per_minute: price,
+        settings: prepared.settings.to_json().to_string(),
+        language,
+        upload_expires_at: expires_at,
+        created_at: now,
+    };
+    let expires = expires_at.div_euclid(1000);
+    let sig = upload_signature(
+        &app.secret,
+        &id,
+        expires,
+        &job.content_type,
         job.size_bytes as u64,
     );
-    let presigned =
-        tokio::task::spawn_blocking(move || media.presign_upload(&jid, &ct, size, expires))
-            .await
-            .map_err(|e| ApiError::Internal(format!("blocking task: {e}")))?
-            .map_err(|e| ApiError::Internal(format!("presigning the upload: {e}")))?;
+    // A bucket signs its own PUT URL (the bytes then never pass through this process); a local
+    // directory receives them on `PUT /upload/{id}`, signed with the server's secret.
+    let presigned = app
+        .media
+        .presign_upload(&id, &job.content_type, job.size_bytes as u64, expires)
+        .map_err(|e| ApiError::Internal(format!("presigning the upload: {e}")))?;
     let upload_url = presigned.unwrap_or_else(|| {
         format!(
             "{}/upload/{}?expires={expires}&signature={sig}",
-            app.config.public_url, job.id
+            app.config.public_url, id
         )
     });
-    let body = json!({
-        "id": job.id,
+    let response = json!({
+        "id": id,
         "status": "uploading",
         "name": job.name,
-        "editorUrl": editor_url(&app, &job.id),
+        "editorUrl": editor_url(app, &id),
         "upload": {
             "method": "PUT",
             "url": upload_url,
@@ -594,11 +673,16 @@ pub async fn create(
                 "Content-Type": job.content_type,
                 "Content-Length": job.size_bytes.to_string(),
             },
-            "expiresAt": rfc3339(expires_at.div_euclid(1000) * 1000),
+            "expiresAt": rfc3339(expires * 1000),
         },
-        "links": links(&app, &job.id),
-    });
-    Ok(json_response(201, &body))
+        "links": links(app, &id),
+    })
+    .to_string();
+    match key {
+        None => store.insert_job(&job)?,
+        Some((key, hash)) => store.insert_job_for_key(&job, key, hash, &response)?,
+    }
+    Ok(response)
 }
 
 #[cfg(test)]

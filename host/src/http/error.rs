@@ -109,6 +109,10 @@ pub enum ApiError {
     UploadInProgress,
     /// 413: a request body larger than any valid request (the job creation body).
     BodyTooLarge,
+    /// 409: this `Idempotency-Key` was used with another body in the last 24 hours.
+    IdempotencyKeyReused,
+    /// 409: another request with this `Idempotency-Key` is still creating its job.
+    IdempotencyKeyInUse,
     /// 400: the request is not HTTP/1.1 the server can read (request line, header syntax,
     /// framing, a missing or repeated `Host`); answered before routing (`front`).
     MalformedRequest(String),
@@ -159,6 +163,8 @@ impl ApiError {
             ApiError::AlreadyUploaded => ("already_uploaded", 409),
             ApiError::UploadInProgress => ("upload_in_progress", 409),
             ApiError::BodyTooLarge => ("body_too_large", 413),
+            ApiError::IdempotencyKeyReused => ("idempotency_key_reused", 409),
+            ApiError::IdempotencyKeyInUse => ("idempotency_key_in_use", 409),
             ApiError::MalformedRequest(_) => ("malformed_request", 400),
             ApiError::UriTooLong => ("uri_too_long", 414),
             ApiError::HeadersTooLarge => ("headers_too_large", 431),
@@ -219,6 +225,8 @@ impl ApiError {
             ApiError::AlreadyUploaded,
             ApiError::UploadInProgress,
             ApiError::BodyTooLarge,
+            ApiError::IdempotencyKeyReused,
+            ApiError::IdempotencyKeyInUse,
             ApiError::MalformedRequest(String::new()),
             ApiError::UriTooLong,
             ApiError::HeadersTooLarge,
@@ -312,6 +320,12 @@ impl ApiError {
                 "another upload of this job is in progress; retry the same URL if it fails".into()
             }
             ApiError::BodyTooLarge => "the request body is too large".into(),
+            ApiError::IdempotencyKeyReused => {
+                "this Idempotency-Key was used with a different body in the last 24 hours".into()
+            }
+            ApiError::IdempotencyKeyInUse => {
+                "another request with this Idempotency-Key is still being processed; retry".into()
+            }
             ApiError::MalformedRequest(why) => format!("the request is not valid HTTP/1.1: {why}"),
             ApiError::UriTooLong => "the request target is too long".into(),
             ApiError::HeadersTooLarge => {

@@ -22,6 +22,8 @@
 //!   queue and never hold one row at once while its lease runs; an expired lease (its worker died)
 //!   makes the row claimable again.
 
+#[cfg(test)]
+pub mod contract;
 pub mod postgres;
 pub mod sqlite;
 
@@ -201,6 +203,25 @@ pub struct TranscriptRow {
     pub kind: String,
     pub label: Option<String>,
     pub status: String,
+}
+
+/// How long an `Idempotency-Key` of `POST /jobs` answers with its first response: 24 hours.
+pub const IDEMPOTENCY_TTL_MS: i64 = 24 * 3600 * 1000;
+/// How long a claimed key may stay without a response before it counts as abandoned (its
+/// request's process died between the claim and the job's insertion, which take milliseconds).
+pub const IDEMPOTENCY_ABANDONED_MS: i64 = 60 * 1000;
+
+/// What [`Store::claim_idempotency_key`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KeyClaim {
+    /// The key is this request's: create the job.
+    New,
+    /// The key was used for the same body: its first response (the JSON body of the 201).
+    Replay(String),
+    /// Another request with the same key and body is creating its job now.
+    InFlight,
+    /// The key was used with another body.
+    Reused,
 }
 
 /// A claimed row of the work queue.
@@ -521,6 +542,36 @@ pub trait Store: Send + Sync {
     fn bytes_this_month(&self, month_start: i64, now: i64) -> StoreResult<i64>;
     /// Inserts a new job in `uploading`.
     fn insert_job(&self, job: &NewJob) -> StoreResult<()>;
+    /// Claims `key` of `org_id` (an `Idempotency-Key` of `POST /jobs`) for a request whose
+    /// canonical body hashes to `body_hash`. One transaction: first a claim of the key older than
+    /// [`IDEMPOTENCY_TTL_MS`], or one never completed within [`IDEMPOTENCY_ABANDONED_MS`] (its
+    /// request died), is forgotten; then the key is either taken ([`KeyClaim::New`]) or found:
+    /// completed for the same body ([`KeyClaim::Replay`] with the first response), still being
+    /// created by another request with the same body ([`KeyClaim::InFlight`]), or used with
+    /// another body ([`KeyClaim::Reused`]). Of any number of concurrent claims of one key, in any
+    /// number of processes, exactly one gets `New`.
+    fn claim_idempotency_key(
+        &self,
+        org_id: &str,
+        key: &str,
+        body_hash: &[u8],
+        now: i64,
+    ) -> StoreResult<KeyClaim>;
+    /// Inserts the job (as [`Store::insert_job`]) and records `response` as the first response
+    /// of `key`, in one transaction, so that a job created under a key is never without its
+    /// recorded response. Fails with [`StoreError::Conflict`] (inserting nothing) when the claim
+    /// is no longer this request's (it was forgotten as abandoned and taken by another).
+    fn insert_job_for_key(
+        &self,
+        job: &NewJob,
+        key: &str,
+        body_hash: &[u8],
+        response: &str,
+    ) -> StoreResult<()>;
+    /// Forgets an uncompleted claim of `key` whose request failed, so that a retry is decided
+    /// afresh (a request answered with an error records nothing).
+    fn release_idempotency_key(&self, org_id: &str, key: &str, body_hash: &[u8])
+        -> StoreResult<()>;
     /// A job by id, whatever its organisation.
     fn job(&self, id: &str) -> StoreResult<Option<JobRow>>;
     /// The job's transcripts: the original first, then the others oldest first.

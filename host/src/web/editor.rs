@@ -429,6 +429,7 @@ fn editor_json(
                         br: match w.break_after {
                             Some(Break::Line) => "line",
                             Some(Break::Cue) => "cue",
+                            Some(Break::Join) => "join",
                             None => "",
                         },
                     }
@@ -830,7 +831,31 @@ pub fn apply_op(words: &mut Vec<Word>, op: &Value, frame: Millis) -> Result<Stri
             words.splice(from..to, new);
             Ok("Edited text".into())
         }
-        "split" | "linebreak" | "merge" => {
+        "merge" => {
+            // The merged cue's words [from, to) (the two cues), `at` the first of the second: a
+            // join after each but the last (a manual split goes; a manual line break stays), so
+            // the layout keeps them one cue within its hard limits (`edit` refuses the merge when
+            // it cannot).
+            let at = usize_field(op, "at")?;
+            let from = op
+                .get("from")
+                .map(|_| usize_field(op, "from"))
+                .transpose()?;
+            let to = op.get("to").map(|_| usize_field(op, "to")).transpose()?;
+            let (from, to) = (from.unwrap_or(at.saturating_sub(1)), to.unwrap_or(at + 1));
+            if at == 0 || at >= words.len() || from >= at || to <= at || to > words.len() {
+                return Err(WebError::BadRequest(
+                    "There is no word boundary there.".into(),
+                ));
+            }
+            for w in &mut words[from..to - 1] {
+                if w.break_after != Some(Break::Line) {
+                    w.break_after = Some(Break::Join);
+                }
+            }
+            Ok("Merged cues".into())
+        }
+        "split" | "linebreak" => {
             let at = usize_field(op, "at")?;
             if at == 0 || at >= words.len() {
                 return Err(WebError::BadRequest(
@@ -843,22 +868,13 @@ pub fn apply_op(words: &mut Vec<Word>, op: &Value, frame: Millis) -> Result<Stri
                     w.break_after = Some(Break::Cue);
                     Ok("Split a cue".into())
                 }
-                "linebreak" => {
+                _ => {
                     w.break_after = if w.break_after == Some(Break::Line) {
                         None
                     } else {
                         Some(Break::Line)
                     };
                     Ok("Line break".into())
-                }
-                _ => {
-                    if w.break_after != Some(Break::Cue) {
-                        return Err(WebError::BadRequest(
-                            "These cues are split by the layout's own limits (line length, lines, duration or a pause), not by an editor; only a manual split can be merged.".into(),
-                        ));
-                    }
-                    w.break_after = None;
-                    Ok("Merged cues".into())
                 }
             }
         }
@@ -1078,13 +1094,96 @@ pub async fn edit(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
         let (job, tid, expected, stored) = load_for_edit(c, &member, &jid, &body)?;
         let frame = job_frame_rate(&job).frames_duration(1);
         let mut words = stored.words.clone();
+        let mut body = body;
+        let merge = body.get("op").and_then(Value::as_str) == Some("merge");
+        let mut merged = (0, 0);
+        if merge {
+            // The two cues as the page showed them: the one ending before `at` and the next.
+            let settings = job_settings(&job).map_err(|e| WebError::Internal(e.message()))?;
+            let key = view_key(c, &job, &tid)?;
+            let before = match cache::view(&tid, expected, &key) {
+                Some(v) => v.cues.clone(),
+                None => layout(&stored.words, &settings, job_frame_rate(&job)),
+            };
+            let at = usize_field(&body, "at")?;
+            let old = cue_ranges(&before);
+            let first = old
+                .iter()
+                .position(|r| r.1 == at)
+                .filter(|&k| k + 1 < old.len())
+                .ok_or_else(|| WebError::BadRequest("That is not the start of a cue.".into()))?;
+            merged = (old[first].0, old[first + 1].1);
+            body["from"] = json!(merged.0);
+            body["to"] = json!(merged.1);
+        }
         let note = apply_op(&mut words, &body, frame)?;
+        if merge {
+            let settings = job_settings(&job).map_err(|e| WebError::Internal(e.message()))?;
+            check_merge(&words, merged, &settings, job_frame_rate(&job))?;
+        }
         save(
             &app2, c, &job, &tid, expected, &stored, words, &member, &note, &body,
         )
     })
     .await?;
     Ok(json_bytes(value))
+}
+
+/// The stored words of each cue, by index.
+fn cue_ranges(cues: &[cuecraft_engine::Cue]) -> Vec<(usize, usize)> {
+    let mut from = 0;
+    cues.iter()
+        .map(|c| {
+            from += c.words.len();
+            (from - c.words.len(), from)
+        })
+        .collect()
+}
+
+/// Refuses a merge the layout cannot keep (the merged words `[lo, hi)` not in one cue), saying
+/// why: a hard boundary between them (another speaker, a long silence, split on punctuation) or
+/// the limits.
+fn check_merge(
+    words: &[Word],
+    (lo, hi): (usize, usize),
+    settings: &cuecraft_engine::Settings,
+    fr: cuecraft_engine::FrameRate,
+) -> Result<(), WebError> {
+    if cue_ranges(&layout(words, settings, fr))
+        .iter()
+        .any(|r| r.0 <= lo && hi <= r.1)
+    {
+        return Ok(());
+    }
+    let dialogue = settings.em_dash_on_speaker_change && settings.max_lines_per_subtitle >= 2;
+    let pairs = || words[lo..hi].windows(2);
+    let why = if pairs().any(|p| p[0].speaker != p[1].speaker && !dialogue) {
+        "two speakers would share it (with “Dash on speaker change” they may, one line each)"
+            .to_string()
+    } else if let Some(p) = pairs().find(|p| (p[1].start - p[0].end).0 >= 2000) {
+        format!(
+            "a {:.1} s silence lies between them, and a silence of 2 s or more always ends a cue",
+            (p[1].start - p[0].end).0 as f64 / 1000.0
+        )
+    } else if settings.split_on_punctuation
+        && pairs().any(|p| cuecraft_engine::punctuate::ends_sentence(&p[0].text))
+    {
+        "“Split on punctuation” ends a cue at every sentence end".to_string()
+    } else {
+        let most = settings
+            .max_duration
+            .map(|d| format!(", at most {:.1} s", d.as_secs_f64()))
+            .unwrap_or_default();
+        let lines = settings.max_lines_per_subtitle;
+        format!(
+            "together they do not fit the limits ({lines} line{} of {} characters{most})",
+            if lines == 1 { "" } else { "s" },
+            settings.max_chars_per_line
+        )
+    };
+    Err(WebError::BadRequest(format!(
+        "These cues cannot be merged: {why}."
+    )))
 }
 
 /// POST /editor/{id}/restore: `{transcript, revision, restore, note?, answer?}` saves an earlier
@@ -1621,8 +1720,10 @@ mod tests {
         apply_op(&mut w, &json!({"op": "split", "at": 1}), Millis(40)).expect("split");
         assert_eq!(w[0].break_after, Some(Break::Cue));
         apply_op(&mut w, &json!({"op": "merge", "at": 1}), Millis(40)).expect("merge");
-        assert_eq!(w[0].break_after, None);
-        assert!(apply_op(&mut w, &json!({"op": "merge", "at": 2}), Millis(40)).is_err());
+        assert_eq!(w[0].break_after, Some(Break::Join));
+        apply_op(&mut w, &json!({"op": "merge", "at": 2}), Millis(40)).expect("merge");
+        assert_eq!(w[1].break_after, Some(Break::Join));
+        assert!(apply_op(&mut w, &json!({"op": "merge", "at": 3}), Millis(40)).is_err());
         apply_op(&mut w, &json!({"op": "linebreak", "at": 2}), Millis(40)).expect("line");
         assert_eq!(w[1].break_after, Some(Break::Line));
         assert!(apply_op(&mut w, &json!({"op": "split", "at": 3}), Millis(40)).is_err());

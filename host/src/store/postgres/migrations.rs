@@ -193,6 +193,17 @@ pub const MAIN: &[&str] = &[
         END IF;
         RETURN 0;
     END $$;"#,
+    // 2: Idempotency-Key claims of POST /jobs (the SQLite store's migration 5).
+    "CREATE TABLE idempotency_keys (
+        org_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        body_hash BYTEA NOT NULL,
+        job_id TEXT,
+        response TEXT,
+        created_at BIGINT NOT NULL,
+        PRIMARY KEY (org_id, key)
+    );
+    CREATE INDEX idempotency_keys_created ON idempotency_keys(created_at);",
 ];
 
 /// Migrations of the ledger's schema `billing`, in order.

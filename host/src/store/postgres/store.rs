@@ -13,10 +13,10 @@ use postgres::{GenericClient, Row};
 use super::pool::Conn;
 use super::{ledger, queue, PgError, PostgresStore};
 use crate::store::{
-    is_token, new_token, Caller, CleanSource, Cursor, Formatted, JobRow, Member, NewJob,
+    is_token, new_token, Caller, CleanSource, Cursor, Formatted, JobRow, KeyClaim, Member, NewJob,
     NewOrgOwner, ProjectQuery, ProjectRow, Recognized, RevisionRow, Saved, Session, Sort, Store,
     StoreError, StoreResult, StoredWords, Task, TranscriptInfo, TranscriptRow, Wake, WordsEdit,
-    LOGIN_LINK_TTL_MS, SESSION_TTL_MS,
+    IDEMPOTENCY_ABANDONED_MS, IDEMPOTENCY_TTL_MS, LOGIN_LINK_TTL_MS, SESSION_TTL_MS,
 };
 use crate::util::{hex, random_bytes, sha256};
 
@@ -99,6 +99,36 @@ fn query_opt(
 fn execute(c: &mut Conn, sql: &str, args: &[&(dyn ToSql + Sync)]) -> Result<u64, postgres::Error> {
     let st = c.prepared(sql)?;
     c.client.execute(&st, args)
+}
+
+/// Inserts a new job (`uploading`) on a connection or in a transaction.
+fn insert_job_in(c: &mut impl GenericClient, j: &NewJob) -> Result<u64, postgres::Error> {
+    c.execute(
+        "INSERT INTO jobs (id, org_id, owner_member_id, api_key_id, folder_id, preset_id,
+            name, filename, content_type, size_bytes, declared_seconds,
+            price_cents_per_minute, settings, status, language, upload_expires_at,
+            created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'uploading',
+            $14, $15, $16, $16)",
+        &[
+            &j.id,
+            &j.org_id,
+            &j.owner_member_id,
+            &j.api_key_id,
+            &j.folder_id,
+            &j.preset_id,
+            &pg_text(&j.name),
+            &pg_text(&j.filename),
+            &j.content_type,
+            &j.size_bytes,
+            &j.declared_seconds,
+            &j.price_cents_per_minute,
+            &j.settings,
+            &j.language,
+            &j.upload_expires_at,
+            &j.created_at,
+        ],
+    )
 }
 
 /// Postgres text cannot hold NUL, which SQLite stores and a job's name or file name may carry
@@ -552,33 +582,95 @@ impl Store for PostgresStore {
     }
 
     fn insert_job(&self, j: &NewJob) -> StoreResult<()> {
+        self.main(|c| insert_job_in(&mut c.client, j).map(|_| ()))
+    }
+
+    fn claim_idempotency_key(
+        &self,
+        org_id: &str,
+        key: &str,
+        body_hash: &[u8],
+        now: i64,
+    ) -> StoreResult<KeyClaim> {
+        self.main(|c| {
+            let mut tx = c.client.transaction()?;
+            tx.execute(
+                "DELETE FROM idempotency_keys WHERE created_at <= $1",
+                &[&(now - IDEMPOTENCY_TTL_MS)],
+            )?;
+            tx.execute(
+                "DELETE FROM idempotency_keys
+                 WHERE org_id = $1 AND key = $2 AND response IS NULL AND created_at <= $3",
+                &[&org_id, &key, &(now - IDEMPOTENCY_ABANDONED_MS)],
+            )?;
+            // A concurrent insert of the same key waits here for the first one's commit, then
+            // does nothing: the primary key decides.
+            let taken = tx.execute(
+                "INSERT INTO idempotency_keys (org_id, key, body_hash, created_at)
+                 VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                &[&org_id, &key, &body_hash, &now],
+            )?;
+            let found = if taken == 1 {
+                KeyClaim::New
+            } else {
+                let row = tx.query_one(
+                    "SELECT body_hash, response FROM idempotency_keys
+                     WHERE org_id = $1 AND key = $2",
+                    &[&org_id, &key],
+                )?;
+                let hash: Vec<u8> = row.get(0);
+                match row.get::<_, Option<String>>(1) {
+                    _ if hash != body_hash => KeyClaim::Reused,
+                    Some(response) => KeyClaim::Replay(response),
+                    None => KeyClaim::InFlight,
+                }
+            };
+            tx.commit()?;
+            Ok(found)
+        })
+    }
+
+    fn insert_job_for_key(
+        &self,
+        job: &NewJob,
+        key: &str,
+        body_hash: &[u8],
+        response: &str,
+    ) -> StoreResult<()> {
+        let done = self.main(|c| {
+            let mut tx = c.client.transaction()?;
+            let completed = tx.execute(
+                "UPDATE idempotency_keys SET job_id = $1, response = $2
+                 WHERE org_id = $3 AND key = $4 AND body_hash = $5 AND response IS NULL",
+                &[&job.id, &response, &job.org_id, &key, &body_hash],
+            )?;
+            if completed != 1 {
+                return Ok(false);
+            }
+            insert_job_in(&mut tx, job)?;
+            tx.commit()?;
+            Ok(true)
+        })?;
+        match done {
+            true => Ok(()),
+            false => Err(StoreError::Conflict(format!(
+                "the claim of idempotency key {key:?} is no longer this request's"
+            ))),
+        }
+    }
+
+    fn release_idempotency_key(
+        &self,
+        org_id: &str,
+        key: &str,
+        body_hash: &[u8],
+    ) -> StoreResult<()> {
         self.main(|c| {
             execute(
                 c,
-                "INSERT INTO jobs (id, org_id, owner_member_id, api_key_id, folder_id, preset_id,
-                    name, filename, content_type, size_bytes, declared_seconds,
-                    price_cents_per_minute, settings, status, language, upload_expires_at,
-                    created_at, updated_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'uploading',
-                    $14, $15, $16, $16)",
-                &[
-                    &j.id,
-                    &j.org_id,
-                    &j.owner_member_id,
-                    &j.api_key_id,
-                    &j.folder_id,
-                    &j.preset_id,
-                    &pg_text(&j.name),
-                    &pg_text(&j.filename),
-                    &j.content_type,
-                    &j.size_bytes,
-                    &j.declared_seconds,
-                    &j.price_cents_per_minute,
-                    &j.settings,
-                    &j.language,
-                    &j.upload_expires_at,
-                    &j.created_at,
-                ],
+                "DELETE FROM idempotency_keys
+                 WHERE org_id = $1 AND key = $2 AND body_hash = $3 AND response IS NULL",
+                &[&org_id, &key, &body_hash],
             )
             .map(|_| ())
         })

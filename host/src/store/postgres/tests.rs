@@ -744,3 +744,10 @@ fn names_with_nul_and_the_escape_character_come_back_exactly() {
     }
     assert!(s.password_candidates("a\0").expect("candidates").is_empty());
 }
+
+#[test]
+fn the_postgres_store_keeps_the_idempotency_contract() {
+    let db = fresh();
+    let s = store(&db);
+    crate::store::contract::idempotency(&s);
+}

@@ -7,6 +7,7 @@
 //! two files: each pipeline step writes its ledger row first (`INSERT OR IGNORE`) and its job
 //! transition second, so a step repeated after a crash never moves money twice.
 
+pub mod idempotency;
 pub mod jobs;
 pub mod ledger;
 pub mod web;
@@ -18,9 +19,9 @@ use std::time::Duration;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
 use crate::store::{
-    Caller, CleanSource, Formatted, JobRow, LocalWake, Member, NewJob, NewOrgOwner, ProjectQuery,
-    ProjectRow, Recognized, RevisionRow, Saved, Session, Store, StoreError, StoreResult,
-    StoredWords, Task, TranscriptInfo, TranscriptRow, Wake, WordsEdit,
+    Caller, CleanSource, Formatted, JobRow, KeyClaim, LocalWake, Member, NewJob, NewOrgOwner,
+    ProjectQuery, ProjectRow, Recognized, RevisionRow, Saved, Session, Store, StoreError,
+    StoreResult, StoredWords, Task, TranscriptInfo, TranscriptRow, Wake, WordsEdit,
 };
 
 /// File name of the main database inside the data directory.
@@ -173,6 +174,19 @@ const MAIN_MIGRATIONS: &[&str] = &[
     // `lease_until` in the future as its retry delay.
     "ALTER TABLE queue ADD COLUMN worker TEXT;
     ALTER TABLE queue ADD COLUMN lease_until INTEGER;",
+    // 5: Idempotency-Key claims of POST /jobs: one row per organisation and key; `response` is
+    // NULL while the first request is creating its job. Rows older than a day are deleted on the
+    // next claim (`created_at` index).
+    "CREATE TABLE idempotency_keys (
+        org_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        body_hash BLOB NOT NULL,
+        job_id TEXT,
+        response TEXT,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (org_id, key)
+    );
+    CREATE INDEX idempotency_keys_created ON idempotency_keys(created_at);",
 ];
 
 const BILLING_MIGRATIONS: &[&str] = &[
@@ -605,6 +619,40 @@ impl Store for SqliteStore {
 
     fn insert_job(&self, job: &NewJob) -> StoreResult<()> {
         self.main(|c| jobs::insert_job(c, job))
+    }
+
+    fn claim_idempotency_key(
+        &self,
+        org_id: &str,
+        key: &str,
+        body_hash: &[u8],
+        now: i64,
+    ) -> StoreResult<KeyClaim> {
+        self.main(|c| idempotency::claim(c, org_id, key, body_hash, now))
+    }
+
+    fn insert_job_for_key(
+        &self,
+        job: &NewJob,
+        key: &str,
+        body_hash: &[u8],
+        response: &str,
+    ) -> StoreResult<()> {
+        match self.main(|c| idempotency::insert_job_for_key(c, job, key, body_hash, response))? {
+            true => Ok(()),
+            false => Err(StoreError::Conflict(format!(
+                "the claim of idempotency key {key:?} is no longer this request's"
+            ))),
+        }
+    }
+
+    fn release_idempotency_key(
+        &self,
+        org_id: &str,
+        key: &str,
+        body_hash: &[u8],
+    ) -> StoreResult<()> {
+        self.main(|c| idempotency::release(c, org_id, key, body_hash))
     }
 
     fn job(&self, id: &str) -> StoreResult<Option<JobRow>> {
