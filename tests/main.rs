@@ -14,5 +14,6 @@ mod idempotency;
 mod media;
 mod media_store;
 mod pipeline;
+mod postgres;
 mod web;
 mod workers;

@@ -229,6 +229,16 @@ with sync_playwright() as pw:
     expect(page.locator("li.cue").first).to_contain_text("subtitles.")
     page.screenshot(path=cfg["shots"] + "/editor-merged.png", full_page=True)
 
+    step("an end pulled earlier than reading pace allows: the editor says why it stays")
+    end_before = page.locator("li.cue").first.get_attribute("aria-label")
+    page.locator("li.cue").first.click()
+    page.click("#end-minus")
+    revision(page, 11)
+    expect(page.locator("#notice")).to_be_visible()
+    expect(page.locator("#notice")).to_contain_text("end stays at")
+    assert page.locator("li.cue").first.get_attribute("aria-label") == end_before
+    page.screenshot(path=cfg["shots"] + "/editor-nudge-held.png", full_page=True)
+
     step("change a layout setting: the cues are laid out again at once")
     lines_before = page.locator("li.cue .line").count()
     page.click("#settings-panel summary")

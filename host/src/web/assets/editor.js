@@ -78,6 +78,9 @@ function apply(data) {
     delete data.patch;
   }
   state.data = data;
+  // What the server says about the last change (a nudge the layout's rules held back).
+  $("notice").textContent = data.notice ?? "";
+  $("notice").hidden = !data.notice;
   $("job-status").textContent = data.job.status;
   $("job-status").className = `status status-${data.job.status}`;
   if (data.job.status === "failed") problem(`This job failed: ${data.job.error ?? "unknown error"}`);
