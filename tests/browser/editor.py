@@ -258,6 +258,19 @@ with sync_playwright() as pw:
         assert ours == theirs, fmt
         print("  ", fmt, len(ours), "bytes equal", flush=True)
 
+    step("the clean version side by side with the original")
+    page.select_option("#transcript", label="Clean version (en)")
+    expect(page.locator("#beside-head")).to_be_visible()
+    expect(page.locator("#beside-this")).to_have_text("Clean version (en)")
+    expect(page.locator("#beside-original")).to_have_text("Original (en)")
+    expect(page.locator("li.cue .source").first).to_contain_text("Hello")
+    own = page.locator("li.cue .text").first.bounding_box()
+    orig = page.locator("li.cue .source").first.bounding_box()
+    assert orig["x"] >= own["x"] + own["width"] - 1 and abs(orig["y"] - own["y"]) < 30, (own, orig)
+    page.screenshot(path=cfg["shots"] + "/editor-clean-beside.png", full_page=True)
+    page.select_option("#transcript", index=0)
+    expect(page.locator("#beside-head")).to_be_hidden()
+
     step("import a translation from an SRT file: shown beside the original")
     srt_path = cfg["profile"] + "-nl.srt"
     with open(srt_path, "w", encoding="utf-8") as f:

@@ -99,7 +99,10 @@ pub async fn page(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
          <form id=\"find-form\" class=\"group\"><input id=\"find\" placeholder=\"Find\" aria-label=\"Find\">\
          <input id=\"replace\" placeholder=\"Replace with\" aria-label=\"Replace with\">\
          <button type=\"submit\">Replace all</button></form></div>\
-         <div class=\"columns\"><ol id=\"cues\" class=\"cues\" aria-label=\"Cues\"></ol>\
+         <div class=\"columns\"><div class=\"cue-pane\">\
+         <div id=\"beside-head\" class=\"beside-head\" hidden><span id=\"beside-this\"></span>\
+         <span id=\"beside-original\"></span></div>\
+         <ol id=\"cues\" class=\"cues\" aria-label=\"Cues\"></ol></div>\
          <aside><details id=\"settings-panel\"><summary>Layout settings</summary>\
          <form id=\"settings-form\" class=\"settings\">\
          <label>Characters per line <input type=\"number\" name=\"maxCharsPerLine\" min=\"10\" max=\"250\"></label>\
