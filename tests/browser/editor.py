@@ -247,6 +247,15 @@ with sync_playwright() as pw:
     expect(page.locator('#settings-form input[name="maxCharsPerLine"]')).to_have_value("16")
     wait_js(page, f"document.querySelectorAll('li.cue .line').length > {lines_before}")
     assert max(len(t) for t in page.locator("li.cue .line").all_inner_texts()) <= 16
+    revision(page, 12)
+    expect(page.locator("#history")).to_contain_text("Layout settings: maxCharsPerLine 16")
+
+    step("undo brings the settings back (a settings change is a revision)")
+    page.click("#undo")
+    revision(page, 13)
+    expect(page.locator('#settings-form input[name="maxCharsPerLine"]')).to_have_value("42")
+    wait_js(page, "Array.from(document.querySelectorAll('li.cue .line')).some((l) => l.textContent.length > 16)")
+    page.screenshot(path=cfg["shots"] + "/editor-settings-undone.png", full_page=True)
 
     step("download every format: the API's bytes")
     for fmt in ["srt", "vtt", "ttml", "ass", "ebu-stl"]:
@@ -257,6 +266,19 @@ with sync_playwright() as pw:
         theirs = api(f"/v1/jobs/{cfg['audio']}/subtitles?format={fmt}")
         assert ours == theirs, fmt
         print("  ", fmt, len(ours), "bytes equal", flush=True)
+
+    step("the clean version side by side with the original")
+    page.select_option("#transcript", label="Clean version (en)")
+    expect(page.locator("#beside-head")).to_be_visible()
+    expect(page.locator("#beside-this")).to_have_text("Clean version (en)")
+    expect(page.locator("#beside-original")).to_have_text("Original (en)")
+    expect(page.locator("li.cue .source").first).to_contain_text("Hello")
+    own = page.locator("li.cue .text").first.bounding_box()
+    orig = page.locator("li.cue .source").first.bounding_box()
+    assert orig["x"] >= own["x"] + own["width"] - 1 and abs(orig["y"] - own["y"]) < 30, (own, orig)
+    page.screenshot(path=cfg["shots"] + "/editor-clean-beside.png", full_page=True)
+    page.select_option("#transcript", index=0)
+    expect(page.locator("#beside-head")).to_be_hidden()
 
     step("import a translation from an SRT file: shown beside the original")
     srt_path = cfg["profile"] + "-nl.srt"

@@ -92,6 +92,7 @@ function apply(data) {
     saveState(`Waiting for the job (${data.job.status})…`);
   }
   renderTranscripts();
+  renderBeside();
   if (!patched) renderCues();
   fillSettings();
   const qc = data.qc;
@@ -112,6 +113,21 @@ function renderTranscripts() {
     sel.append(o);
   }
   sel.hidden = state.data.transcripts.length < 2;
+}
+
+// A clean version or a translation is shown side by side with the original: its cues on the
+// left, the original's text over the same time on the right.
+function renderBeside() {
+  const list = state.data.transcripts ?? [];
+  const current = list.find((t) => t.id === state.transcript);
+  const original = list.find((t) => t.kind === "original");
+  const beside = Boolean(current && original && current.id !== original.id);
+  $("cues").classList.toggle("beside", beside);
+  $("beside-head").hidden = !beside;
+  if (beside) {
+    $("beside-this").textContent = current.kind === "clean" ? `Clean version (${current.language})` : `${current.label ?? "Translation"} (${current.language})`;
+    $("beside-original").textContent = `Original (${original.language})`;
+  }
 }
 
 function renderDownloads() {
@@ -446,8 +462,16 @@ form.addEventListener("submit", async (e) => {
     else if (input.type === "number") settings[input.name] = Number(input.value);
     else settings[input.name] = input.value;
   }
+  // A settings change is a revision of the transcript on screen: undo and restore bring the
+  // settings back.
+  const before = state.revision;
   const data = await post("settings", { settings });
-  if (data) keepSelection(() => apply(data));
+  if (!data) return;
+  if (data.transcript && data.transcript.revision !== before) {
+    state.undo.push(before);
+    state.redo = [];
+  }
+  keepSelection(() => apply(data));
 });
 
 // ----- translations ---------------------------------------------------------------------------
