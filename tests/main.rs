@@ -13,5 +13,6 @@ mod hardening;
 mod idempotency;
 mod media;
 mod pipeline;
+mod postgres;
 mod web;
 mod workers;

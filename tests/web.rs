@@ -1285,3 +1285,39 @@ fn cues_the_layout_cut_merge_with_a_join_and_a_merge_it_cannot_keep_is_refused()
     assert_eq!(r.status, 400, "{}", r.text());
     assert!(r.text().contains("1 line of 12 characters"), "{}", r.text());
 }
+
+#[test]
+fn an_end_nudged_under_what_reading_pace_needs_is_held_and_the_answer_says_why() {
+    let server = Server::start(&[]);
+    let org = server.org(1000, &[]);
+    let id = ready_job(&server, &org.key, "talk", &server.tone(3), "audio/wav");
+    let web = Web::sign_in(&server, &org.owner);
+    // One cue for both sentences (49 characters: 2.9 s at 17 a second, nearly all it has).
+    let data = web.get_json(&format!("/editor/{id}/data")).json();
+    let at = data["cues"][1]["from"].clone();
+    let r = web.post_json(
+        &format!("/editor/{id}/edit"),
+        &json!({"revision": 0, "op": "merge", "at": at}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let cue = r.json()["cues"][0].clone();
+    let r = web.post_json(
+        &format!("/editor/{id}/edit"),
+        &json!({"revision": 1, "op": "nudge", "from": cue["from"], "to": cue["to"], "edge": "end", "frames": -1, "time": cue["end"]}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let d = r.json();
+    assert_eq!(d["cues"][0]["end"], cue["end"], "held: {d}");
+    let notice = d["notice"].as_str().unwrap_or_default();
+    assert!(
+        notice.contains("end stays at") && notice.contains("characters a second"),
+        "{notice}"
+    );
+    // A nudge the layout follows carries no notice.
+    let r = web.post_json(
+        &format!("/editor/{id}/edit"),
+        &json!({"revision": 2, "op": "nudge", "from": cue["from"], "to": cue["to"], "edge": "end", "frames": 1, "time": cue["end"]}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.json().get("notice").is_none());
+}

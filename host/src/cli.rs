@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
-use crate::http::ratelimit::RateLimiter;
+use crate::http::ratelimit::StoreLimiter;
 use crate::http::{App, Config};
 use crate::pipeline::{Pipeline, WorkDir};
 use crate::store::Store;
@@ -285,9 +285,9 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
             price_cents_per_minute: args.price_cents_per_minute,
         },
         queue: store.wake(),
+        limiter: Box::new(StoreLimiter::new(store.clone(), args.rate_limit_per_minute)),
         store,
         secret,
-        limiter: RateLimiter::new(args.rate_limit_per_minute),
         uploads: Default::default(),
     });
     let runtime = tokio::runtime::Builder::new_multi_thread()

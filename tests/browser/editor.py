@@ -229,6 +229,16 @@ with sync_playwright() as pw:
     expect(page.locator("li.cue").first).to_contain_text("subtitles.")
     page.screenshot(path=cfg["shots"] + "/editor-merged.png", full_page=True)
 
+    step("an end pulled earlier than reading pace allows: the editor says why it stays")
+    end_before = page.locator("li.cue").first.get_attribute("aria-label")
+    page.locator("li.cue").first.click()
+    page.click("#end-minus")
+    revision(page, 11)
+    expect(page.locator("#notice")).to_be_visible()
+    expect(page.locator("#notice")).to_contain_text("end stays at")
+    assert page.locator("li.cue").first.get_attribute("aria-label") == end_before
+    page.screenshot(path=cfg["shots"] + "/editor-nudge-held.png", full_page=True)
+
     step("change a layout setting: the cues are laid out again at once")
     lines_before = page.locator("li.cue .line").count()
     page.click("#settings-panel summary")
@@ -247,6 +257,19 @@ with sync_playwright() as pw:
         theirs = api(f"/v1/jobs/{cfg['audio']}/subtitles?format={fmt}")
         assert ours == theirs, fmt
         print("  ", fmt, len(ours), "bytes equal", flush=True)
+
+    step("the clean version side by side with the original")
+    page.select_option("#transcript", label="Clean version (en)")
+    expect(page.locator("#beside-head")).to_be_visible()
+    expect(page.locator("#beside-this")).to_have_text("Clean version (en)")
+    expect(page.locator("#beside-original")).to_have_text("Original (en)")
+    expect(page.locator("li.cue .source").first).to_contain_text("Hello")
+    own = page.locator("li.cue .text").first.bounding_box()
+    orig = page.locator("li.cue .source").first.bounding_box()
+    assert orig["x"] >= own["x"] + own["width"] - 1 and abs(orig["y"] - own["y"]) < 30, (own, orig)
+    page.screenshot(path=cfg["shots"] + "/editor-clean-beside.png", full_page=True)
+    page.select_option("#transcript", index=0)
+    expect(page.locator("#beside-head")).to_be_hidden()
 
     step("import a translation from an SRT file: shown beside the original")
     srt_path = cfg["profile"] + "-nl.srt"

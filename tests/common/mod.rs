@@ -221,14 +221,18 @@ pub fn postgres_run() -> bool {
     std::env::var("CUECRAFT_TEST_STORE").is_ok_and(|v| v == "postgres")
 }
 
-/// A fresh database for one server, migrated (in the template) by the store itself.
+/// A fresh database for one server on a Postgres run.
 fn fresh_pg() -> Option<cuecraft_pgtest::TestDb> {
-    postgres_run().then(|| {
-        cuecraft_pgtest::fresh_db(|url| {
-            cuecraft_host::store::postgres::PostgresStore::open(url)
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        })
+    postgres_run().then(pg_db)
+}
+
+/// A fresh Postgres database of the test binary's cluster, migrated (in the template) by the
+/// store itself.
+pub fn pg_db() -> cuecraft_pgtest::TestDb {
+    cuecraft_pgtest::fresh_db(|url| {
+        cuecraft_host::store::postgres::PostgresStore::open(url)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     })
 }
 
@@ -263,6 +267,12 @@ echo '{"language":"en","words":[
 impl Server {
     /// Starts a server with the test recognizer and `extra` arguments (`--workers 1` ...).
     pub fn start(extra: &[&str]) -> Server {
+        Server::start_on(None, extra)
+    }
+
+    /// Starts a server with the test recognizer on the Postgres database `db` (another server's,
+    /// to run several API processes on one store), whatever the run's backend.
+    pub fn start_on(db: Option<&cuecraft_pgtest::TestDb>, extra: &[&str]) -> Server {
         let tmp = tempfile::tempdir().expect("temp dir");
         let script = tmp.path().join("recognizer.sh");
         std::fs::write(&script, RECOGNIZER).expect("write recognizer");
@@ -282,8 +292,10 @@ impl Server {
             port: free_port(),
             tmp,
             args,
-            env: Vec::new(),
-            pg: fresh_pg(),
+            env: db
+                .map(|db| vec![("CUECRAFT_STORE".to_string(), db.url.clone())])
+                .unwrap_or_default(),
+            pg: if db.is_some() { None } else { fresh_pg() },
         };
         server.spawn();
         server
@@ -325,6 +337,9 @@ impl Server {
     /// The environment naming this server's store to a `cuecraft` process: empty on SQLite
     /// (the data directory), `CUECRAFT_STORE=postgres://...` on Postgres.
     pub fn store_env(&self) -> Vec<(&'static str, String)> {
+        if let Some((_, url)) = self.env.iter().find(|(k, _)| k == "CUECRAFT_STORE") {
+            return vec![("CUECRAFT_STORE", url.clone())];
+        }
         self.pg
             .iter()
             .map(|db| ("CUECRAFT_STORE", db.url.clone()))

@@ -17,7 +17,7 @@ use hyper::{Response, StatusCode};
 use serde_json::Value;
 
 use crate::http::error::ApiError;
-use crate::http::ratelimit::RateLimiter;
+use crate::http::ratelimit::RateLimit;
 pub use crate::store::Caller;
 use crate::store::{Store, Wake};
 
@@ -44,8 +44,8 @@ pub struct App {
     pub store: Arc<dyn Store>,
     /// The HMAC key of upload URLs.
     pub secret: Vec<u8>,
-    /// Requests per rolling minute per key.
-    pub limiter: RateLimiter,
+    /// Requests per rolling minute per key (blocking: called on blocking threads).
+    pub limiter: Box<dyn RateLimit>,
     /// The signal of the work queue (the store's): notified after an upload enqueued its job.
     pub queue: Arc<dyn Wake>,
     /// The jobs whose upload is streaming (one PUT per job at a time).
@@ -103,7 +103,8 @@ pub fn error_response(e: &ApiError) -> Response<Body> {
     resp
 }
 
-/// Counts a request of `caller` against its key's rate limit: `rate_limited` when over it.
+/// Counts a request of `caller` against its key's rate limit: `rate_limited` when over it. May
+/// block on the store (call it inside [`App::db`]).
 pub fn admit(app: &App, caller: &Caller) -> Result<(), ApiError> {
     app.limiter
         .check(&caller.key_id)

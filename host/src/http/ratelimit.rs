@@ -1,12 +1,64 @@
 //! The per-key rate limit: N requests per rolling minute, counted in one-second buckets.
 //!
+//! Two counters behind [`RateLimit`]: [`RateLimiter`] in this process's memory (the SQLite
+//! store's, one API process per data directory), and [`StoreLimiter`], which counts in the store
+//! when the store keeps a count every API process shares (Postgres: `Store::rate_check`) and in
+//! memory otherwise, or while the store cannot answer (a lost database must not make the API
+//! refuse every request; it then answers 503 on the store calls that follow).
+//!
 //! A key's window holds at most 60 buckets, so memory stays bounded however high the limit is set
 //! (the load benchmark raises it). `Retry-After` is the whole number of seconds until enough of
 //! the oldest buckets have left the window for one more request to fit.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
+
+use crate::store::Store;
+
+/// Counts requests per key: `Ok` when one more is allowed now (and counted), else
+/// `Err(seconds to wait)`. Refused requests do not count. May block (call from a blocking thread).
+pub trait RateLimit: Send + Sync {
+    /// Counts a request of `key`.
+    fn check(&self, key: &str) -> Result<(), u64>;
+}
+
+impl RateLimit for RateLimiter {
+    fn check(&self, key: &str) -> Result<(), u64> {
+        RateLimiter::check(self, key)
+    }
+}
+
+/// The store's shared count when it keeps one, else (or while it fails) this process's.
+pub struct StoreLimiter {
+    store: Arc<dyn Store>,
+    limit: u32,
+    local: RateLimiter,
+}
+
+impl StoreLimiter {
+    /// A limiter of `limit` requests per rolling minute per key over `store`.
+    pub fn new(store: Arc<dyn Store>, limit: u32) -> StoreLimiter {
+        StoreLimiter {
+            store,
+            limit,
+            local: RateLimiter::new(limit),
+        }
+    }
+}
+
+impl RateLimit for StoreLimiter {
+    fn check(&self, key: &str) -> Result<(), u64> {
+        match self.store.rate_check(key, self.limit) {
+            Some(Ok(verdict)) => verdict,
+            Some(Err(e)) => {
+                tracing::warn!("shared rate limit unavailable, counting in this process: {e}");
+                self.local.check(key)
+            }
+            None => self.local.check(key),
+        }
+    }
+}
 
 /// Length of the rolling window, seconds.
 const WINDOW: u64 = 60;

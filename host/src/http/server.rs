@@ -151,10 +151,14 @@ async fn dispatch(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Body
         // The polling hot path: key lookup, rate limit and job load in one database trip.
         return crate::api::jobs::get(app, key_hash, id.unwrap_or_default()).await;
     }
+    let state = app.clone();
     let caller = app
-        .db(move |store| store.find_key(&key_hash)?.ok_or(ApiError::InvalidApiKey))
+        .db(move |store| {
+            let caller = store.find_key(&key_hash)?.ok_or(ApiError::InvalidApiKey)?;
+            admit(&state, &caller)?;
+            Ok(caller)
+        })
         .await?;
-    admit(&app, &caller)?;
     match (method, matched.template) {
         (Method::POST, "/jobs") => crate::api::jobs::create(app, caller, req).await,
         (Method::GET, "/jobs/{jobId}/transcript") => {

@@ -449,6 +449,16 @@ pub struct NewOrgOwner<'a> {
 /// Every record of the host. Object-safe and synchronous; see the module's documentation for the
 /// rules every backend keeps.
 pub trait Store: Send + Sync {
+    /// Counts a request of API key `key` against `limit` per rolling minute in a count every
+    /// process on this store shares: `Some(Ok(Ok(())))` when allowed (and counted),
+    /// `Some(Ok(Err(seconds to wait)))` when refused (not counted), `None` when the backend keeps
+    /// no shared count (the caller counts in its own memory). Default: `None` (SQLite, one API
+    /// process per data directory).
+    fn rate_check(&self, key: &str, limit: u32) -> Option<StoreResult<Result<(), u64>>> {
+        let _ = (key, limit);
+        None
+    }
+
     /// The signal that wakes this process's idle workers when work is due: the same object for
     /// every call. It reaches the workers of other processes when the backend can (Postgres).
     fn wake(&self) -> Arc<dyn Wake>;

@@ -78,6 +78,7 @@ pub async fn page(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
          transcript (now revision <span id=\"conflict-rev\"></span>). Your last change was not saved. \
          <button type=\"button\" id=\"conflict-reload\">Load their version</button></div>\
          <div id=\"problem\" class=\"banner\" role=\"alert\" hidden></div>\
+         <div id=\"notice\" class=\"banner notice\" role=\"status\" hidden></div>\
          <div class=\"player\"><div id=\"picture\"></div>\
          <canvas id=\"wave\" height=\"96\" aria-label=\"Waveform: click to seek\"></canvas>\
          <div class=\"transport\"><button type=\"button\" id=\"play\">Play</button>\
@@ -98,7 +99,10 @@ pub async fn page(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
          <form id=\"find-form\" class=\"group\"><input id=\"find\" placeholder=\"Find\" aria-label=\"Find\">\
          <input id=\"replace\" placeholder=\"Replace with\" aria-label=\"Replace with\">\
          <button type=\"submit\">Replace all</button></form></div>\
-         <div class=\"columns\"><ol id=\"cues\" class=\"cues\" aria-label=\"Cues\"></ol>\
+         <div class=\"columns\"><div class=\"cue-pane\">\
+         <div id=\"beside-head\" class=\"beside-head\" hidden><span id=\"beside-this\"></span>\
+         <span id=\"beside-original\"></span></div>\
+         <ol id=\"cues\" class=\"cues\" aria-label=\"Cues\"></ol></div>\
          <aside><details id=\"settings-panel\"><summary>Layout settings</summary>\
          <form id=\"settings-form\" class=\"settings\">\
          <label>Characters per line <input type=\"number\" name=\"maxCharsPerLine\" min=\"10\" max=\"250\"></label>\
@@ -1003,6 +1007,7 @@ fn save(
         (saved, laying_out.join())
     });
     let view = view.map_err(|_| WebError::Internal("the layout panicked".into()))?;
+    let notice = held_end(body, &view, &settings, fr);
     match saved? {
         Saved::Revision(revision) => {
             let job = c.job(&job.id)?.ok_or(WebError::NotFound)?;
@@ -1013,17 +1018,89 @@ fn save(
             });
             // The words just saved and their view are kept: no second read, decode or layout.
             cache::keep(transcript_id, revision, kept.clone(), Some(Arc::new(view)));
-            editor_json(
+            let mut answer = editor_json(
                 app,
                 c,
                 &job,
                 None,
                 Some((transcript_id.to_string(), revision, kept)),
                 before,
-            )
+            )?;
+            if let Some(n) = notice {
+                // `{"notice":"...",` before the answer's other fields.
+                let field = format!("{{\"notice\":{},", Value::String(n));
+                answer.splice(..1, field.into_bytes());
+            }
+            Ok(answer)
         }
         Saved::Conflict(rev) => Err(WebError::Conflict(rev)),
     }
+}
+
+/// When an edit pulled a cue's end earlier (`nudge`, end, -1 frame) and the layout kept it later
+/// than asked, why: the layout's rules come first (reading pace, the minimum duration, no flashes
+/// under 5/6 s, a short gap chained to the next cue), and the editor says so instead of silently
+/// showing the old end.
+fn held_end(
+    body: &Value,
+    view: &View,
+    settings: &cuecraft_engine::Settings,
+    fr: cuecraft_engine::FrameRate,
+) -> Option<String> {
+    if body.get("op")?.as_str()? != "nudge"
+        || body.get("edge")?.as_str()? != "end"
+        || body.get("frames")?.as_i64()? != -1
+    {
+        return None;
+    }
+    let last = usize::try_from(body.get("to")?.as_u64()?)
+        .ok()?
+        .checked_sub(1)?;
+    let asked = body.get("time")?.as_i64()? - fr.frames_duration(1).0;
+    let k = view.starts.iter().rposition(|&s| s <= last)?;
+    let cue = &view.cues[k];
+    if cue.end.0 <= asked {
+        return None;
+    }
+    let shown = cue.end.0 as f64 / 1000.0;
+    let chars = cue.lines.join(" ").chars().count();
+    let cps = view.style_cps.unwrap_or(0) as usize;
+    let pace = if cps > 0 {
+        (chars * 1000).div_ceil(cps)
+    } else {
+        0
+    } as i64;
+    let min = settings.min_duration.map_or(0, |m| m.0);
+    let flash = if settings.format_subtitles {
+        cuecraft_engine::qc::FLASH.0
+    } else {
+        0
+    };
+    let has = cue.end.0 - cue.start.0;
+    let gap = fr.frames_duration(settings.min_frames_between_subtitles).0;
+    let why = match view.cues.get(k + 1) {
+        Some(next) if next.start.0 - cue.end.0 <= gap && next.start.0 - asked <= 500 + gap => {
+            format!(
+            "the gap to the next cue would be under 0.5 s, and short gaps are closed to {} frames",
+            settings.min_frames_between_subtitles
+        )
+        }
+        _ if pace >= min.max(flash) && has <= pace + fr.frames_duration(1).0 => format!(
+            "its {chars} characters need {:.2} s at {cps} characters a second",
+            pace as f64 / 1000.0
+        ),
+        _ if min >= flash && has <= min + fr.frames_duration(1).0 => {
+            format!("the minimum duration is {:.2} s", min as f64 / 1000.0)
+        }
+        _ if has <= flash + fr.frames_duration(1).0 => {
+            "a cue shorter than 5/6 s would flash by".to_string()
+        }
+        _ => "the layout's timing rules keep it there".to_string(),
+    };
+    Some(format!(
+        "Cue {}'s end stays at {shown:.3} s: {why}. The text is still on screen until then.",
+        cue.index
+    ))
 }
 
 /// Loads what an edit needs: the job (visible, ready), the transcript's words, and checks the

@@ -170,7 +170,7 @@ impl PostgresStore {
 
     /// Counts a request of the key with hash `key` against `limit` per rolling minute, shared by
     /// every process on this database: `Ok` when allowed, else `Err(seconds to wait)`.
-    pub fn rate_check(&self, key: &str, limit: u32) -> Result<Result<(), u64>, PgError> {
+    pub fn shared_rate_check(&self, key: &str, limit: u32) -> Result<Result<(), u64>, PgError> {
         self.with(|c| {
             let st = c.prepared("SELECT rate_check($1, $2)")?;
             let wait: i64 = c

@@ -269,6 +269,10 @@ impl Store for PostgresStore {
         self.wake.clone()
     }
 
+    fn rate_check(&self, key: &str, limit: u32) -> Option<StoreResult<Result<(), u64>>> {
+        Some(self.shared_rate_check(key, limit).map_err(StoreError::from))
+    }
+
     fn is_empty(&self) -> StoreResult<bool> {
         self.main(|c| {
             let n: i64 = query(c, "SELECT COUNT(*) FROM orgs", &[])?[0].get(0);

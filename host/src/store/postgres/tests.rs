@@ -344,15 +344,15 @@ fn the_rate_limit_is_shared_by_every_process_of_a_database() {
     let db = fresh();
     let a = store(&db);
     let b = store(&db);
-    assert_eq!(a.rate_check("k", 3).expect("check"), Ok(()));
-    assert_eq!(b.rate_check("k", 3).expect("check"), Ok(()));
-    assert_eq!(a.rate_check("k", 3).expect("check"), Ok(()));
-    let refused = b.rate_check("k", 3).expect("check");
+    assert_eq!(a.shared_rate_check("k", 3).expect("check"), Ok(()));
+    assert_eq!(b.shared_rate_check("k", 3).expect("check"), Ok(()));
+    assert_eq!(a.shared_rate_check("k", 3).expect("check"), Ok(()));
+    let refused = b.shared_rate_check("k", 3).expect("check");
     let Err(wait) = refused else {
         panic!("the fourth request of the minute is refused, from either process")
     };
     assert!((1..=60).contains(&wait), "{wait}");
-    assert_eq!(a.rate_check("other", 3).expect("check"), Ok(()));
+    assert_eq!(a.shared_rate_check("other", 3).expect("check"), Ok(()));
     // Refused requests are not counted: the window still holds 3.
     let mut c = db.connect();
     let held: i64 = c
@@ -369,7 +369,7 @@ fn the_rate_limit_is_shared_by_every_process_of_a_database() {
         &[],
     )
     .expect("age");
-    assert_eq!(b.rate_check("k", 3).expect("check"), Ok(()));
+    assert_eq!(b.shared_rate_check("k", 3).expect("check"), Ok(()));
 }
 
 #[test]
@@ -380,7 +380,7 @@ fn racing_processes_cannot_both_take_the_last_place() {
         || store(&db),
         |s| {
             (0..10)
-                .filter(|_| s.rate_check("k", 25).expect("check").is_ok())
+                .filter(|_| s.shared_rate_check("k", 25).expect("check").is_ok())
                 .count()
         },
     )

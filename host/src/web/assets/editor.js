@@ -78,6 +78,9 @@ function apply(data) {
     delete data.patch;
   }
   state.data = data;
+  // What the server says about the last change (a nudge the layout's rules held back).
+  $("notice").textContent = data.notice ?? "";
+  $("notice").hidden = !data.notice;
   $("job-status").textContent = data.job.status;
   $("job-status").className = `status status-${data.job.status}`;
   if (data.job.status === "failed") problem(`This job failed: ${data.job.error ?? "unknown error"}`);
@@ -89,6 +92,7 @@ function apply(data) {
     saveState(`Waiting for the job (${data.job.status})…`);
   }
   renderTranscripts();
+  renderBeside();
   if (!patched) renderCues();
   fillSettings();
   const qc = data.qc;
@@ -109,6 +113,21 @@ function renderTranscripts() {
     sel.append(o);
   }
   sel.hidden = state.data.transcripts.length < 2;
+}
+
+// A clean version or a translation is shown side by side with the original: its cues on the
+// left, the original's text over the same time on the right.
+function renderBeside() {
+  const list = state.data.transcripts ?? [];
+  const current = list.find((t) => t.id === state.transcript);
+  const original = list.find((t) => t.kind === "original");
+  const beside = Boolean(current && original && current.id !== original.id);
+  $("cues").classList.toggle("beside", beside);
+  $("beside-head").hidden = !beside;
+  if (beside) {
+    $("beside-this").textContent = current.kind === "clean" ? `Clean version (${current.language})` : `${current.label ?? "Translation"} (${current.language})`;
+    $("beside-original").textContent = `Original (${original.language})`;
+  }
 }
 
 function renderDownloads() {
