@@ -14,5 +14,6 @@ mod idempotency;
 mod media;
 mod pipeline;
 mod postgres;
+mod scaleout;
 mod web;
 mod workers;
