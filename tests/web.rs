@@ -1257,15 +1257,16 @@ fn cues_the_layout_cut_merge_with_a_join_and_a_merge_it_cannot_keep_is_refused()
         &json!({"settings": {"emDashOnSpeakerChange": false}}),
     );
     assert_eq!(r.status, 200, "{}", r.text());
+    // (A settings change is a revision: 4.)
     let r = web.post_json(
         &format!("/editor/{id}/edit"),
-        &json!({"revision": 3, "op": "merge", "at": at}),
+        &json!({"revision": 4, "op": "merge", "at": at}),
     );
     assert_eq!(r.status, 400, "{}", r.text());
     assert!(r.text().contains("two speakers"), "{}", r.text());
     // Nothing was saved.
     let now = web.get_json(&format!("/editor/{id}/data")).json();
-    assert_eq!(now["transcript"]["revision"], 3);
+    assert_eq!(now["transcript"]["revision"], 4);
     assert_eq!(now["cues"].as_array().map(Vec::len), Some(2));
     // Too long for the limits together: refused with the limits named.
     let r = web.post_json(
@@ -1320,4 +1321,82 @@ fn an_end_nudged_under_what_reading_pace_needs_is_held_and_the_answer_says_why()
     );
     assert_eq!(r.status, 200, "{}", r.text());
     assert!(r.json().get("notice").is_none());
+}
+
+#[test]
+fn settings_changes_are_revisions_that_undo_and_restore_bring_back() {
+    let server = Server::start(&[]);
+    let org = server.org(1000, &[]);
+    let id = ready_job(&server, &org.key, "talk", &server.tone(3), "audio/wav");
+    let web = Web::sign_in(&server, &org.owner);
+    let longest = |s: &Server| -> usize {
+        s.get(&org.key, &format!("/v1/jobs/{id}/transcript")).json()["cues"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|c| c["lines"].as_array().cloned().unwrap_or_default())
+            .map(|l| l.as_str().unwrap_or("").chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    assert!(longest(&server) > 16);
+    // Revision 1: 16 characters a line.
+    let r = web.post_json(
+        &format!("/editor/{id}/settings"),
+        &json!({"revision": 0, "settings": {"maxCharsPerLine": 16}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let d = r.json();
+    assert_eq!(d["transcript"]["revision"], 1);
+    assert!(longest(&server) <= 16);
+    // A stale page's settings change is a conflict, like an edit.
+    let r = web.post_json(
+        &format!("/editor/{id}/settings"),
+        &json!({"revision": 0, "settings": {"maxCharsPerLine": 20}}),
+    );
+    assert_eq!(r.status, 409, "{}", r.text());
+    // Revision 2: a word edited.
+    let first = d["cues"][0].clone();
+    let r = web.post_json(
+        &format!("/editor/{id}/edit"),
+        &json!({"revision": 1, "op": "text", "from": first["from"], "to": first["to"], "text": "Hello there."}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let history = web.get_json(&format!("/editor/{id}/revisions")).json();
+    let notes: Vec<String> = history["revisions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| r["note"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n == "Layout settings: maxCharsPerLine 16"),
+        "{notes:?}"
+    );
+    // Restore revision 0: the words and the settings as they were.
+    let r = web.post_json(
+        &format!("/editor/{id}/restore"),
+        &json!({"revision": 2, "restore": 0}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["settings"]["maxCharsPerLine"], 42);
+    assert!(longest(&server) > 16);
+    let text = server
+        .get(&org.key, &format!("/v1/jobs/{id}/transcript?format=text"))
+        .text();
+    assert!(text.starts_with("Hello world."), "{text}");
+    // Restore revision 2 (a redo): the edit and 16 characters again.
+    let r = web.post_json(
+        &format!("/editor/{id}/restore"),
+        &json!({"revision": 3, "restore": 2, "note": "redo"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["settings"]["maxCharsPerLine"], 16);
+    assert!(longest(&server) <= 16);
+    let text = server
+        .get(&org.key, &format!("/v1/jobs/{id}/transcript?format=text"))
+        .text();
+    assert!(text.starts_with("Hello there."), "{text}");
 }

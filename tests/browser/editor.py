@@ -247,6 +247,15 @@ with sync_playwright() as pw:
     expect(page.locator('#settings-form input[name="maxCharsPerLine"]')).to_have_value("16")
     wait_js(page, f"document.querySelectorAll('li.cue .line').length > {lines_before}")
     assert max(len(t) for t in page.locator("li.cue .line").all_inner_texts()) <= 16
+    revision(page, 12)
+    expect(page.locator("#history")).to_contain_text("Layout settings: maxCharsPerLine 16")
+
+    step("undo brings the settings back (a settings change is a revision)")
+    page.click("#undo")
+    revision(page, 13)
+    expect(page.locator('#settings-form input[name="maxCharsPerLine"]')).to_have_value("42")
+    wait_js(page, "Array.from(document.querySelectorAll('li.cue .line')).some((l) => l.textContent.length > 16)")
+    page.screenshot(path=cfg["shots"] + "/editor-settings-undone.png", full_page=True)
 
     step("download every format: the API's bytes")
     for fmt in ["srt", "vtt", "ttml", "ass", "ebu-stl"]:

@@ -335,6 +335,24 @@ fn source_cues(
     }))
 }
 
+/// The layout settings as the editor shows and sends them.
+fn settings_json(settings: &cuecraft_engine::Settings) -> Value {
+    json!({
+        "formatSubtitles": settings.format_subtitles,
+        "maxCharsPerLine": settings.max_chars_per_line,
+        "maxLinesPerSubtitle": settings.max_lines_per_subtitle,
+        "minFramesBetweenSubtitles": settings.min_frames_between_subtitles,
+        "contentProfile": settings.content_profile.as_str(),
+        "subtitleMode": settings.subtitle_mode.as_str(),
+        "splitOnPunctuation": settings.split_on_punctuation,
+        "emDashOnSpeakerChange": settings.em_dash_on_speaker_change,
+        "ellipsisContinuation": settings.ellipsis_continuation,
+        "shiftMs": settings.shift_ms,
+        "minDuration": settings.min_duration.map(|m| m.as_secs_f64()),
+        "maxDuration": settings.max_duration.map(|m| m.as_secs_f64()),
+    })
+}
+
 /// Everything the editor shows for one transcript of a job, as JSON. `loaded` is the transcript
 /// an edit just saved (id, revision, words); with `before`, the view of the revision the edit was
 /// made on, the answer carries only the cues that changed (`patch`).
@@ -454,20 +472,7 @@ fn editor_json(
         "errors": view.errors,
         "warnings": view.warning_count,
     });
-    out["settings"] = json!({
-        "formatSubtitles": settings.format_subtitles,
-        "maxCharsPerLine": settings.max_chars_per_line,
-        "maxLinesPerSubtitle": settings.max_lines_per_subtitle,
-        "minFramesBetweenSubtitles": settings.min_frames_between_subtitles,
-        "contentProfile": settings.content_profile.as_str(),
-        "subtitleMode": settings.subtitle_mode.as_str(),
-        "splitOnPunctuation": settings.split_on_punctuation,
-        "emDashOnSpeakerChange": settings.em_dash_on_speaker_change,
-        "ellipsisContinuation": settings.ellipsis_continuation,
-        "shiftMs": settings.shift_ms,
-        "minDuration": settings.min_duration.map(|m| m.as_secs_f64()),
-        "maxDuration": settings.max_duration.map(|m| m.as_secs_f64()),
-    });
+    out["settings"] = settings_json(&settings);
     let (cues, patch) = match before.filter(|b| b.key == view.key) {
         Some(old) => {
             let (from, remove, insert) = view.changed_since(&old);
@@ -1262,21 +1267,37 @@ pub async fn restore(
             .get("restore")
             .and_then(Value::as_i64)
             .ok_or_else(|| WebError::BadRequest("`restore` must be a revision.".into()))?;
-        let entries = c.revision_entries(&tid, wanted)?;
-        if entries.is_empty() {
+        let all = c.revision_entries(&tid, expected)?;
+        let upto = usize::try_from(wanted).ok().map(|w| w + 1);
+        let Some(entries) = upto.and_then(|n| all.get(..n)).filter(|e| !e.is_empty()) else {
             return Err(WebError::BadRequest(format!(
                 "There is no revision {wanted}."
             )));
+        };
+        let words = replay(entries).ok_or_else(|| WebError::Internal("stored history".into()))?;
+        // The layout settings in force at that revision, when this history changed them (put
+        // back as they were if the save finds someone else saved first).
+        let old_settings = job.settings.clone();
+        let mut set = false;
+        if let Some(settings) = settings_at(&all, entries.len()) {
+            if serde_json::from_str::<Value>(&job.settings).ok().as_ref() != Some(&settings) {
+                c.set_job_settings(&jid, &settings.to_string(), now_ms())?;
+                set = true;
+            }
         }
-        let words = replay(&entries).ok_or_else(|| WebError::Internal("stored history".into()))?;
+        let job = c.job(&jid)?.ok_or(WebError::NotFound)?;
         let note = match body.get("note").and_then(Value::as_str) {
             Some("undo") => format!("Undo (back to revision {wanted})"),
             Some("redo") => format!("Redo (revision {wanted})"),
             _ => format!("Restored revision {wanted}"),
         };
-        save(
+        let saved = save(
             &app2, c, &job, &tid, expected, &stored, words, &member, &note, &body,
-        )
+        );
+        if set && matches!(saved, Err(WebError::Conflict(_))) {
+            c.set_job_settings(&jid, &old_settings, now_ms())?;
+        }
+        saved
     })
     .await?;
     Ok(json_bytes(value))
@@ -1350,13 +1371,77 @@ pub async fn settings(
                     .join("; "),
             ));
         }
-        c.set_job_settings(&jid, &merged.to_json().to_string(), now_ms())?;
-        let job = c.job(&jid)?.ok_or(WebError::NotFound)?;
         let transcript = match body.get("transcript").and_then(Value::as_str) {
             Some(t) if is_id(t) => Some(t.to_string()),
             _ => None,
         };
-        editor_json(&app2, c, &job, transcript.as_deref(), None, None)
+        let new_json = merged.to_json();
+        if job.status != "ready" {
+            c.set_job_settings(&jid, &new_json.to_string(), now_ms())?;
+            let job = c.job(&jid)?.ok_or(WebError::NotFound)?;
+            return editor_json(&app2, c, &job, transcript.as_deref(), None, None);
+        }
+        // A revision of the transcript on screen: its words unchanged, the history entry the
+        // settings before and after, so undo and restore bring them back. Compare-and-swap on
+        // the revision the page showed (the current one when the request names none).
+        let (tid, revision, stored) = load_stored(c, &jid, transcript.as_deref())?;
+        let expected = body
+            .get("revision")
+            .and_then(Value::as_i64)
+            .unwrap_or(revision);
+        if expected != revision {
+            return Err(WebError::Conflict(revision));
+        }
+        let old_json = current.to_json();
+        // What changed, as the editor shows the settings (defaults included).
+        let shown = |j: &JobRow| -> Result<Value, WebError> {
+            Ok(settings_json(
+                &job_settings(j).map_err(|e| WebError::Internal(e.message()))?,
+            ))
+        };
+        let old_shown = shown(&job)?;
+        let new_shown = shown(&JobRow {
+            settings: new_json.to_string(),
+            ..job.clone()
+        })?;
+        let changed: Vec<String> = new_shown
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, v)| old_shown.get(k.as_str()) != Some(v))
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        if changed.is_empty() {
+            return editor_json(&app2, c, &job, Some(&tid), None, None);
+        }
+        let change = json!({
+            "from": 0, "remove": 0, "insert": [],
+            "settings": new_json, "before": old_json,
+        });
+        let saved = c.save_words(&crate::store::WordsEdit {
+            job_id: &jid,
+            transcript_id: &tid,
+            expected,
+            words: &stored.encoded,
+            change: &change.to_string(),
+            member_id: &session.member.id,
+            note: &format!("Layout settings: {}", changed.join(", ")),
+            now: now_ms(),
+        })?;
+        let new_revision = match saved {
+            Saved::Revision(r) => r,
+            Saved::Conflict(r) => return Err(WebError::Conflict(r)),
+        };
+        c.set_job_settings(&jid, &new_json.to_string(), now_ms())?;
+        let job = c.job(&jid)?.ok_or(WebError::NotFound)?;
+        editor_json(
+            &app2,
+            c,
+            &job,
+            None,
+            Some((tid, new_revision, stored)),
+            None,
+        )
     })
     .await?;
     Ok(json_bytes(value))
@@ -1574,6 +1659,32 @@ fn splice_json(from: usize, remove: usize, insert: &[Word]) -> String {
 pub fn splice_diff(old: &[Word], new: &[Word]) -> String {
     let (from, remove, insert) = splice_range(old, new);
     splice_json(from, remove, &new[from..from + insert])
+}
+
+/// The job's settings in force after the first `n` history entries of `entries` (all of a
+/// transcript's), when a settings change is among them: the last change's settings up to there,
+/// else the settings before the first change after; `None` when the history holds none.
+pub fn settings_at(entries: &[String], n: usize) -> Option<Value> {
+    let parsed = |e: &String| -> Option<Value> {
+        if !e.starts_with('{') || !e.contains("\"settings\"") {
+            return None;
+        }
+        serde_json::from_str::<Value>(e)
+            .ok()
+            .filter(|v| v.get("settings").is_some())
+    };
+    if let Some(v) = entries[..n.min(entries.len())]
+        .iter()
+        .rev()
+        .find_map(parsed)
+    {
+        return v.get("settings").cloned();
+    }
+    entries
+        .get(n..)?
+        .iter()
+        .find_map(parsed)
+        .and_then(|v| v.get("before").cloned())
 }
 
 /// The words of a revision from its history entries: the first whole, each later one a splice.

@@ -462,8 +462,16 @@ form.addEventListener("submit", async (e) => {
     else if (input.type === "number") settings[input.name] = Number(input.value);
     else settings[input.name] = input.value;
   }
+  // A settings change is a revision of the transcript on screen: undo and restore bring the
+  // settings back.
+  const before = state.revision;
   const data = await post("settings", { settings });
-  if (data) keepSelection(() => apply(data));
+  if (!data) return;
+  if (data.transcript && data.transcript.revision !== before) {
+    state.undo.push(before);
+    state.redo = [];
+  }
+  keepSelection(() => apply(data));
 });
 
 // ----- translations ---------------------------------------------------------------------------
