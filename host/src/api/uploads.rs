@@ -15,9 +15,8 @@
 //! are charged (one ledger row, 503 `billing_unavailable` if the ledger cannot be written) and the
 //! job moves to `transcribing` and into the work queue; the claim is released after that.
 
-use std::collections::HashSet;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
+use std::sync::Arc;
 
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
@@ -34,61 +33,6 @@ use crate::util::{hex, is_id, now_ms, parse_query, random_bytes};
 
 /// How long an upload may go without a byte arriving.
 const STALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// The jobs whose upload is streaming right now: at most one PUT per job at a time.
-///
-/// In memory, because one server process serves a data directory; a restart ends every upload in
-/// flight anyway (their clients see the connection drop and retry).
-#[derive(Debug, Default)]
-pub struct UploadClaims {
-    jobs: Arc<Mutex<HashSet<String>>>,
-}
-
-impl UploadClaims {
-    /// Claims `job_id` for one upload; `None` while another upload holds it. The claim is released
-    /// when the returned guard is dropped, whatever way the upload ends (refused, failed, finished,
-    /// or its connection dropped mid-body).
-    pub fn claim(&self, job_id: &str) -> Option<UploadClaim> {
-        let mut jobs = self.jobs.lock().unwrap_or_else(|p| p.into_inner());
-        if !jobs.insert(job_id.to_string()) {
-            return None;
-        }
-        Some(UploadClaim {
-            jobs: self.jobs.clone(),
-            job_id: job_id.to_string(),
-            tmp: None,
-        })
-    }
-
-    /// Whether an upload of `job_id` is streaming.
-    pub fn is_claimed(&self, job_id: &str) -> bool {
-        self.jobs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(job_id)
-    }
-}
-
-/// One upload's hold on its job, and its temporary file until it is renamed into place.
-#[derive(Debug)]
-pub struct UploadClaim {
-    jobs: Arc<Mutex<HashSet<String>>>,
-    job_id: String,
-    tmp: Option<PathBuf>,
-}
-
-impl Drop for UploadClaim {
-    fn drop(&mut self) {
-        if let Some(tmp) = self.tmp.take() {
-            // Not renamed into place: the upload did not win, so its bytes go.
-            let _ = std::fs::remove_file(tmp);
-        }
-        self.jobs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&self.job_id);
-    }
-}
 
 fn decode_hex(s: &str) -> Option<Vec<u8>> {
     s.as_bytes()
@@ -311,34 +255,5 @@ async fn receive(
             // The writer stopped: its error is reported by the caller.
             return Ok(received);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn one_claim_per_job_released_on_drop_with_its_temporary_file() {
-        let claims = UploadClaims::default();
-        let dir = tempfile::tempdir().expect("temp dir");
-        let tmp = dir.path().join("job.part");
-        std::fs::write(&tmp, b"partial").expect("write");
-
-        let mut first = claims.claim("job").expect("first claim");
-        first.tmp = Some(tmp.clone());
-        assert!(claims.claim("job").is_none(), "a second upload is refused");
-        let other = claims
-            .claim("another job")
-            .expect("other jobs are independent");
-        assert!(claims.is_claimed("job") && claims.is_claimed("another job"));
-
-        drop(first);
-        assert!(!tmp.exists(), "a losing upload's file is removed");
-        assert!(!claims.is_claimed("job"));
-        let retry = claims.claim("job").expect("released: the retry claims it");
-        drop(retry);
-        drop(other);
-        assert!(!claims.is_claimed("job") && !claims.is_claimed("another job"));
     }
 }
