@@ -15,5 +15,6 @@ mod media;
 mod media_store;
 mod pipeline;
 mod postgres;
+mod scaleout;
 mod web;
 mod workers;

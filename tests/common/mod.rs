@@ -798,6 +798,16 @@ impl Server {
             .unwrap_or_default()
     }
 
+    /// The environment the server's media store needs (the bucket's credentials; none for a
+    /// directory), for the other processes that share its media.
+    pub fn media_env(&self) -> Vec<(String, String)> {
+        self.env
+            .iter()
+            .filter(|(k, _)| k.starts_with("AWS_"))
+            .cloned()
+            .collect()
+    }
+
     /// Starts a `cuecraft worker` process on this server's data directory with `extra` arguments;
     /// its log goes to `worker-NAME.log` in the temporary directory.
     pub fn worker(&self, name: &str, extra: &[&str]) -> Worker {
@@ -815,12 +825,7 @@ impl Server {
             .args(extra)
             .args(self.media_args())
             .envs(self.store_env())
-            .envs(
-                self.env
-                    .iter()
-                    .filter(|(k, _)| k.starts_with("AWS_"))
-                    .map(|(k, v)| (k, v)),
-            )
+            .envs(self.media_env())
             .stdout(Stdio::null())
             .stderr(file)
             .spawn()

@@ -20,8 +20,7 @@
 //! bucket's own presigned PUT and the bytes never pass through this process: `pipeline::check_arrived`
 //! moves the job on once the object is there (on `GET /jobs/{id}` and in the pipeline's sweep).
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
@@ -38,55 +37,6 @@ use crate::util::{is_id, now_ms, parse_query};
 
 /// How long an upload may go without a byte arriving.
 const STALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// The jobs whose upload is streaming right now: at most one PUT per job at a time.
-///
-/// In memory, because one server process serves a data directory; a restart ends every upload in
-/// flight anyway (their clients see the connection drop and retry).
-#[derive(Debug, Default)]
-pub struct UploadClaims {
-    jobs: Arc<Mutex<HashSet<String>>>,
-}
-
-impl UploadClaims {
-    /// Claims `job_id` for one upload; `None` while another upload holds it. The claim is released
-    /// when the returned guard is dropped, whatever way the upload ends (refused, failed, finished,
-    /// or its connection dropped mid-body).
-    pub fn claim(&self, job_id: &str) -> Option<UploadClaim> {
-        let mut jobs = self.jobs.lock().unwrap_or_else(|p| p.into_inner());
-        if !jobs.insert(job_id.to_string()) {
-            return None;
-        }
-        Some(UploadClaim {
-            jobs: self.jobs.clone(),
-            job_id: job_id.to_string(),
-        })
-    }
-
-    /// Whether an upload of `job_id` is streaming.
-    pub fn is_claimed(&self, job_id: &str) -> bool {
-        self.jobs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(job_id)
-    }
-}
-
-/// One upload's hold on its job. (Its unfinished media object removes itself when dropped.)
-#[derive(Debug)]
-pub struct UploadClaim {
-    jobs: Arc<Mutex<HashSet<String>>>,
-    job_id: String,
-}
-
-impl Drop for UploadClaim {
-    fn drop(&mut self) {
-        self.jobs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&self.job_id);
-    }
-}
 
 fn decode_hex(s: &str) -> Option<Vec<u8>> {
     s.as_bytes()
@@ -309,28 +259,5 @@ async fn receive(
             // The writer stopped: its error is reported by the caller.
             return Ok(received);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn one_claim_per_job_released_on_drop() {
-        let claims = UploadClaims::default();
-        let first = claims.claim("job").expect("first claim");
-        assert!(claims.claim("job").is_none(), "a second upload is refused");
-        let other = claims
-            .claim("another job")
-            .expect("other jobs are independent");
-        assert!(claims.is_claimed("job") && claims.is_claimed("another job"));
-
-        drop(first);
-        assert!(!claims.is_claimed("job"));
-        let retry = claims.claim("job").expect("released: the retry claims it");
-        drop(retry);
-        drop(other);
-        assert!(!claims.is_claimed("job") && !claims.is_claimed("another job"));
     }
 }

@@ -2,6 +2,7 @@
 //! type, the caller, JSON responses. The router (`server`) imports the handlers (`crate::api`,
 //! `crate::web`), and they import this module: the dependency points down only.
 
+pub mod claims;
 pub mod error;
 pub mod front;
 pub mod ratelimit;
@@ -49,7 +50,7 @@ pub struct App {
     /// The signal of the work queue (the store's): notified after an upload enqueued its job.
     pub queue: Arc<dyn Wake>,
     /// The jobs whose upload is streaming (one PUT per job at a time).
-    pub uploads: crate::api::uploads::UploadClaims,
+    pub uploads: crate::http::claims::UploadClaims,
     /// Where media bytes live (a local directory or a bucket).
     pub media: Arc<dyn crate::media::MediaStore>,
 }
