@@ -20,9 +20,9 @@ struct Cli {
 #[derive(Subcommand)]
 #[command(defer = true)]
 enum Command {
-    /// Run the /v1 job API (and the media pipeline, unless --workers 0).
+    /// Run the /v1 job API (and, unless `--workers 0`, the media pipeline in the same process).
     Serve(cuecraft_host::cli::ServeArgs),
-    /// Run the media pipeline without serving HTTP, on the same store as the API processes.
+    /// Run the media pipeline without serving HTTP: claims jobs from the store's queue.
     Worker(cuecraft_host::cli::WorkerArgs),
     /// Manage organisations, members, keys, folders, presets, credits and the quota.
     Admin(cuecraft_host::cli::AdminArgs),
