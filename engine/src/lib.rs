@@ -24,7 +24,7 @@ pub mod text;
 mod time;
 mod word;
 
-pub use layout::layout;
+pub use layout::{layout, CueSplice, Layout};
 pub use settings::{
     ContentProfile, FieldError, ForbiddenRule, PartialSettings, Settings, SubtitleMode,
 };

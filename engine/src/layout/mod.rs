@@ -95,22 +95,18 @@ fn auto_cps(texts: Texts<'_>, n: usize) -> i64 {
         let Some(w) = texts.words.get(texts.index(k)) else {
             continue;
         };
-        let t = w.text.trim();
-        if t.is_empty() {
-            continue;
+        let (c, m, end) = speech(w, prev_end);
+        chars += c;
+        ms += m;
+        if end.is_some() {
+            prev_end = end;
         }
-        let start = w.start.0.max(0);
-        let end = w.end.0.max(start);
-        chars += prepare::measure(t).0 as i64 + 1;
-        ms += end - start;
-        if let Some(pe) = prev_end {
-            let gap = start - pe;
-            if (0..1000).contains(&gap) {
-                ms += gap;
-            }
-        }
-        prev_end = Some(end);
     }
+    cps_of(chars, ms)
+}
+
+/// The reading pace for `chars` characters in `ms` of speaking time: dense, balanced or dramatic.
+fn cps_of(chars: i64, ms: i64) -> i64 {
     if ms < 1000 {
         return 17;
     }
@@ -128,13 +124,7 @@ fn auto_cps(texts: Texts<'_>, n: usize) -> i64 {
 pub(crate) fn auto_cps_of(words: &[Word]) -> i64 {
     let n = words.len().min(u32::MAX as usize - 1);
     let words = &words[..n];
-    let order: Option<Vec<u32>> = if words.windows(2).all(|w| w[0].start <= w[1].start) {
-        None
-    } else {
-        let mut o: Vec<u32> = (0..n as u32).collect();
-        o.sort_by_key(|&i| words[i as usize].start);
-        Some(o)
-    };
+    let order = reading_order(words);
     let texts = Texts {
         words,
         order: order.as_deref(),
@@ -243,104 +233,598 @@ fn layout_with(
     frame_rate: FrameRate,
     general_only: bool,
 ) -> Vec<Cue> {
-    let forbid = prepare::Forbid::new(&settings.forbidden_characters);
-    let mut p = Params::new(settings, frame_rate, forbid.as_ref());
-    p.general_only = general_only;
-    p.set_cps(p.cps);
-    // Over-long words are cut so that a piece with a `...` still fits a line.
-    let reserve = if p.ellipsis { p.ell_len } else { 0 };
-    let chunk_graphemes = p.max_chars.saturating_sub(reserve).max(1);
     let n = words.len().min(u32::MAX as usize - 1);
     let words = &words[..n];
-    let order: Option<Vec<u32>> = if words.windows(2).all(|w| w[0].start <= w[1].start) {
-        None
-    } else {
-        let mut o: Vec<u32> = (0..n as u32).collect();
-        // Stable: words that start together keep their input order.
-        o.sort_by_key(|&i| words[i as usize].start);
-        Some(o)
-    };
-    let word_texts = Texts {
+    let forbid = prepare::Forbid::new(&settings.forbidden_characters);
+    let order = reading_order(words);
+    let texts = Texts {
         words,
         order: order.as_deref(),
         arena: "",
     };
-    if settings.content_profile == ContentProfile::Auto {
-        p.set_cps(auto_cps(word_texts, n));
-    }
-    let word_at = |k: usize| words.get(word_texts.index(k));
-    // A transcript without any sentence punctuation (a recogniser that gives none): its
-    // sentence ends are guessed from its pauses, so cues still end where sentences do.
-    let pause_end = (p.smart && !prepare::any_sentence_end(words)).then_some(PAUSE_SENTENCE_MS);
-    if pause_end.is_some() {
-        p.inner_cost = segment::GUESSED_INNER_COST;
-    }
-    let mut prep = prepare::Preparer::new(prepare::PrepOptions {
-        capitalise: p.smart,
+    let cps = (settings.content_profile == ContentProfile::Auto).then(|| auto_cps(texts, n));
+    let pause_end = !prepare::any_sentence_end(words);
+    let mut p = Params::for_run(settings, frame_rate, forbid.as_ref(), cps, pause_end);
+    p.general_only = general_only;
+    let run = Run {
+        p: &p,
+        fr: frame_rate,
+        texts,
         forbid: forbid.as_ref(),
-        chunk: chunk_graphemes,
-        pause_end,
-    });
-    let mut units: Vec<prepare::Unit> = Vec::with_capacity((3 * CHUNK).min(n + 1));
-    let mut arena = String::new();
-    let mut seg = segment::SegScratch::default();
-    let mut ranges: Vec<(usize, usize)> = Vec::new();
-    let mut scratch = lines::Scratch::default();
-    let mut emitter = timing::Emitter::new(&p, frame_rate, word_texts, n / 6 + 1);
-    // `units[..base]` is already laid out (one unit kept as the context of the next chunk).
-    let mut base = 0;
-    let mut k = 0;
-    loop {
-        while k < n && units.len() - base <= CHUNK + LOOKAHEAD {
-            if let Some(w) = word_at(k) {
-                let next_start = if k + 1 < n {
-                    word_at(k + 1).map(|x| x.start.0)
-                } else {
-                    None
-                };
-                prep.push(k as u32, w, next_start, &mut units, &mut arena);
-            }
-            k += 1;
+        pause_end: (p.smart && pause_end).then_some(PAUSE_SENTENCE_MS),
+    };
+    run.go(State::start(), None, |_| None).0
+}
+
+/// The words' reading order (a stable sort by start) when it is not their input order.
+fn reading_order(words: &[Word]) -> Option<Vec<u32>> {
+    if words.windows(2).all(|w| w[0].start <= w[1].start) {
+        None
+    } else {
+        let mut o: Vec<u32> = (0..words.len() as u32).collect();
+        // Stable: words that start together keep their input order.
+        o.sort_by_key(|&i| words[i as usize].start);
+        Some(o)
+    }
+}
+
+impl Params {
+    /// The parameters of one layout: `cps` is the reading pace `auto` picked (`None` for the
+    /// other profiles), `pause_end` whether sentence ends are guessed from pauses (the words have
+    /// no sentence punctuation).
+    fn for_run(
+        settings: &Settings,
+        fr: FrameRate,
+        forbid: Option<&prepare::Forbid>,
+        cps: Option<i64>,
+        pause_end: bool,
+    ) -> Params {
+        let mut p = Params::new(settings, fr, forbid);
+        p.set_cps(cps.unwrap_or(p.cps));
+        // A transcript without any sentence punctuation (a recogniser that gives none): its
+        // sentence ends are guessed from its pauses, so cues still end where sentences do.
+        if p.smart && pause_end {
+            p.inner_cost = segment::GUESSED_INNER_COST;
         }
-        if base >= units.len() {
-            break;
-        }
-        let end = if k >= n {
-            units.len()
-        } else {
-            segment::chunk_end(&p, &units, base + CHUNK, base + CHUNK + LOOKAHEAD)
-        };
-        segment::segment(&p, &units, (base, end), &mut seg, &mut ranges);
-        let texts = Texts {
-            arena: &arena,
-            ..word_texts
-        };
-        for &(i, j) in &ranges {
-            let r = lines::render(&p, &units, texts, (i, j), &mut scratch);
-            let first = &units[i];
-            let span = timing::Span {
-                start: first.start,
-                end: units[j - 1].end,
-                chars: r.chars,
-            };
-            emitter.push(span, r.lines, first.speaker, own_from(first));
-        }
-        ranges.clear();
-        // Keep the last laid-out unit as context, and the units not yet laid out.
-        units.drain(..end - 1);
-        base = 1;
-        if !arena.is_empty() {
-            let mut kept = String::new();
-            for u in units.iter_mut().filter(|u| u.has(prepare::IN_ARENA)) {
-                let t = arena.get(u.lo as usize..u.hi as usize).unwrap_or("");
-                u.lo = kept.len() as u32;
-                kept.push_str(t);
-                u.hi = kept.len() as u32;
-            }
-            arena = kept;
+        p
+    }
+}
+
+/// What the layout carries from one chunk to the next: everything the rest of the transcript's
+/// layout depends on besides the words not yet read. Two runs in the same state at the same word
+/// lay out the rest identically, which is what makes [`Layout::update`] exact.
+#[derive(Clone)]
+struct State {
+    /// Words read (in reading order).
+    k: usize,
+    /// Units before `base` are laid out (one is kept as the next chunk's context).
+    base: usize,
+    /// The context unit and the units read but not yet laid out.
+    units: Vec<prepare::Unit>,
+    /// Display texts of the units that differ from their words' own.
+    arena: String,
+    prep: prepare::PrepState,
+    /// The last cue, waiting for the next one's start to be timed.
+    pending: Option<timing::Pending>,
+    /// Cues finished before this state.
+    cues: usize,
+}
+
+impl State {
+    fn start() -> State {
+        State {
+            k: 0,
+            base: 0,
+            units: Vec::new(),
+            arena: String::new(),
+            prep: prepare::PrepState::START,
+            pending: None,
+            cues: 0,
         }
     }
-    emitter.finish(n)
+
+    /// Whether `self` (of the words before an edit) is `other` (of the words after it) with
+    /// every word position `shift` further on, `same_text` comparing the display texts of two
+    /// units (with the states' arenas).
+    fn same_as(
+        &self,
+        other: &State,
+        shift: isize,
+        same_text: impl Fn(&prepare::Unit, &str, &prepare::Unit, &str) -> bool,
+    ) -> bool {
+        let moved = |w: usize| w.checked_add_signed(shift);
+        moved(self.k) == Some(other.k)
+            && self.base == other.base
+            && self.prep == other.prep
+            && (self.cues > 0 || self.pending.is_some())
+                == (other.cues > 0 || other.pending.is_some())
+            && match (&self.pending, &other.pending) {
+                (Some(a), Some(b)) => moved(a.lo) == Some(b.lo) && a.same_but_lo(b),
+                (None, None) => true,
+                _ => false,
+            }
+            && self.arena == other.arena
+            && self.units.len() == other.units.len()
+            && self.units.iter().zip(&other.units).all(|(a, b)| {
+                moved(a.word as usize) == Some(b.word as usize)
+                    && a.same_but_word(b)
+                    && same_text(a, &self.arena, b, &other.arena)
+            })
+    }
+
+    /// Moves every word position `shift` further on and every cue count `cue_shift`.
+    fn shift(&mut self, shift: isize, cue_shift: isize) {
+        let moved = |w: usize| w.saturating_add_signed(shift);
+        self.k = moved(self.k);
+        self.cues = self.cues.saturating_add_signed(cue_shift);
+        if let Some(p) = &mut self.pending {
+            p.lo = moved(p.lo);
+        }
+        for u in &mut self.units {
+            u.word = moved(u.word as usize) as u32;
+        }
+    }
+}
+
+/// One layout's fixed inputs.
+struct Run<'a> {
+    p: &'a Params,
+    fr: FrameRate,
+    texts: Texts<'a>,
+    forbid: Option<&'a prepare::Forbid>,
+    pause_end: Option<i64>,
+}
+
+impl Run<'_> {
+    /// Lays out from `state` to the end of the words, recording the state after every chunk in
+    /// `marks` when given. After each chunk `stop` may end the run early (when the rest is known
+    /// to equal an earlier layout's): then the last cue is left pending and the second value is
+    /// what `stop` returned. Returns the cues finished in this run.
+    fn go(
+        &self,
+        mut st: State,
+        mut marks: Option<&mut Vec<State>>,
+        mut stop: impl FnMut(&State) -> Option<usize>,
+    ) -> (Vec<Cue>, Option<usize>) {
+        let (p, word_texts) = (self.p, self.texts);
+        let words = word_texts.words;
+        let n = words.len();
+        // Over-long words are cut so that a piece with a `...` still fits a line.
+        let reserve = if p.ellipsis { p.ell_len } else { 0 };
+        let mut prep = prepare::Preparer::resume(
+            prepare::PrepOptions {
+                capitalise: p.smart,
+                forbid: self.forbid,
+                chunk: p.max_chars.saturating_sub(reserve).max(1),
+                pause_end: self.pause_end,
+            },
+            st.prep,
+        );
+        let mut units = std::mem::take(&mut st.units);
+        units.reserve((3 * CHUNK).min(n - st.k.min(n) + 1));
+        let mut arena = std::mem::take(&mut st.arena);
+        let mut seg = segment::SegScratch::default();
+        let mut ranges: Vec<(usize, usize)> = Vec::new();
+        let mut scratch = lines::Scratch::default();
+        let mut emitter = timing::Emitter::resume(
+            p,
+            self.fr,
+            word_texts,
+            (n - st.k.min(n)) / 6 + 1,
+            st.cues,
+            st.pending.take(),
+        );
+        let word_at = |k: usize| words.get(word_texts.index(k));
+        // `units[..base]` is already laid out (one unit kept as the context of the next chunk).
+        let mut base = st.base;
+        let mut k = st.k;
+        loop {
+            while k < n && units.len() - base <= CHUNK + LOOKAHEAD {
+                if let Some(w) = word_at(k) {
+                    let next_start = if k + 1 < n {
+                        word_at(k + 1).map(|x| x.start.0)
+                    } else {
+                        None
+                    };
+                    prep.push(k as u32, w, next_start, &mut units, &mut arena);
+                }
+                k += 1;
+            }
+            if base >= units.len() {
+                break;
+            }
+            let end = if k >= n {
+                units.len()
+            } else {
+                segment::chunk_end(p, &units, base + CHUNK, base + CHUNK + LOOKAHEAD)
+            };
+            segment::segment(p, &units, (base, end), &mut seg, &mut ranges);
+            let texts = Texts {
+                arena: &arena,
+                ..word_texts
+            };
+            for &(i, j) in &ranges {
+                let r = lines::render(p, &units, texts, (i, j), &mut scratch);
+                let first = &units[i];
+                let span = timing::Span {
+                    start: first.start,
+                    end: units[j - 1].end,
+                    chars: r.chars,
+                };
+                emitter.push(span, r.lines, first.speaker, own_from(first));
+            }
+            ranges.clear();
+            // Keep the last laid-out unit as context, and the units not yet laid out.
+            units.drain(..end - 1);
+            base = 1;
+            if !arena.is_empty() {
+                let mut kept = String::new();
+                for u in units.iter_mut().filter(|u| u.has(prepare::IN_ARENA)) {
+                    let t = arena.get(u.lo as usize..u.hi as usize).unwrap_or("");
+                    u.lo = kept.len() as u32;
+                    kept.push_str(t);
+                    u.hi = kept.len() as u32;
+                }
+                arena = kept;
+            }
+            if base >= units.len() {
+                // Nothing left to lay out: no state worth recording.
+                continue;
+            }
+            if let Some(marks) = marks.as_deref_mut() {
+                let (cues, pending) = emitter.state();
+                let mark = State {
+                    k,
+                    base,
+                    units: units.clone(),
+                    arena: arena.clone(),
+                    prep: prep.state(),
+                    pending: pending.cloned(),
+                    cues,
+                };
+                let found = stop(&mark);
+                marks.push(mark);
+                if found.is_some() {
+                    return (emitter.into_finished(), found);
+                }
+            }
+        }
+        (emitter.finish(n), None)
+    }
+}
+
+/// The display text of unit `u` of `words`, with the arena of its state.
+fn unit_text<'a>(words: &'a [Word], arena: &'a str, u: &prepare::Unit) -> Option<&'a str> {
+    let (lo, hi) = (u.lo as usize, u.hi as usize);
+    if u.has(prepare::IN_ARENA) {
+        arena.get(lo..hi)
+    } else {
+        words.get(u.word as usize)?.text.get(lo..hi)
+    }
+}
+
+/// Words with a sentence end, and the sums `auto` judges the pace by: what [`Layout::update`]
+/// adjusts by the words an edit changed instead of reading every word again.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+struct Tally {
+    /// Words whose text ends a sentence.
+    sentence_ends: usize,
+    /// [`auto_cps`]'s characters and milliseconds of speaking time.
+    chars: i64,
+    ms: i64,
+}
+
+impl Tally {
+    /// The tally of `words` (in reading order), the word before them ending at `prev_end` (ms;
+    /// `None` when there is none with visible text); with the end of their last word with visible
+    /// text (or `prev_end`).
+    fn of(words: &[Word], mut prev_end: Option<i64>) -> (Tally, Option<i64>) {
+        let mut t = Tally::default();
+        for w in words {
+            if prepare::any_sentence_end(std::slice::from_ref(w)) {
+                t.sentence_ends += 1;
+            }
+            let (c, ms, end) = speech(w, prev_end);
+            t.chars += c;
+            t.ms += ms;
+            if end.is_some() {
+                prev_end = end;
+            }
+        }
+        (t, prev_end)
+    }
+
+    /// The reading pace `auto` picks for these sums (as [`auto_cps`]).
+    fn cps(&self) -> i64 {
+        cps_of(self.chars, self.ms)
+    }
+}
+
+/// What word `w` adds to [`auto_cps`]'s sums after a word with visible text that ended at
+/// `prev_end`: (characters, ms, its own end when it has visible text).
+fn speech(w: &Word, prev_end: Option<i64>) -> (i64, i64, Option<i64>) {
+    let t = w.text.trim();
+    if t.is_empty() {
+        return (0, 0, None);
+    }
+    let start = w.start.0.max(0);
+    let end = w.end.0.max(start);
+    let mut ms = end - start;
+    if let Some(pe) = prev_end {
+        let gap = start - pe;
+        if (0..1000).contains(&gap) {
+            ms += gap;
+        }
+    }
+    (prepare::measure(t).0 as i64 + 1, ms, Some(end))
+}
+
+/// What a [`Layout`] was laid out under; an update under anything else lays out again.
+#[derive(Clone, PartialEq)]
+struct Under {
+    settings: Settings,
+    frame_rate: FrameRate,
+}
+
+/// A layout that can follow edits of its words: [`Layout::update`] lays out again only from the
+/// chunk before the first changed word to the first chunk after the edit whose end state equals
+/// the previous layout's at the same word, and takes the rest from the previous layout. Its cues
+/// always equal [`layout`]'s of the same words.
+#[derive(Clone)]
+pub struct Layout {
+    /// The cues, as [`layout`] gives them.
+    pub cues: Vec<Cue>,
+    under: Under,
+    /// The state after each chunk; empty when the words were not in reading order (an update
+    /// then lays out everything again).
+    marks: Vec<State>,
+    tally: Tally,
+    words: usize,
+}
+
+/// Which cues an update replaced: `cues[from..from + inserted]` are new, where the previous
+/// layout had `removed` cues.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct CueSplice {
+    /// The first cue that changed (or may have).
+    pub from: usize,
+    /// Cues of the previous layout replaced.
+    pub removed: usize,
+    /// Cues in their place.
+    pub inserted: usize,
+}
+
+impl Layout {
+    /// Lays `words` out as [`layout`] does, keeping what an update needs.
+    pub fn new(words: &[Word], settings: &Settings, frame_rate: FrameRate) -> Layout {
+        let n = words.len().min(u32::MAX as usize - 1);
+        let words = &words[..n];
+        let under = Under {
+            settings: settings.clone(),
+            frame_rate,
+        };
+        let order = reading_order(words);
+        if order.is_some() {
+            return Layout {
+                cues: layout(words, settings, frame_rate),
+                under,
+                marks: Vec::new(),
+                tally: Tally::default(),
+                words: n,
+            };
+        }
+        let (tally, _) = Tally::of(words, None);
+        let mut marks = Vec::new();
+        let cues = Layout::run(
+            words,
+            &under,
+            tally,
+            State::start(),
+            Some(&mut marks),
+            |_| None,
+        )
+        .0;
+        Layout {
+            cues,
+            under,
+            marks,
+            tally,
+            words: n,
+        }
+    }
+
+    /// Lays out sorted `words` from `state` (see [`Run::go`]).
+    fn run(
+        words: &[Word],
+        under: &Under,
+        tally: Tally,
+        state: State,
+        marks: Option<&mut Vec<State>>,
+        stop: impl FnMut(&State) -> Option<usize>,
+    ) -> (Vec<Cue>, Option<usize>) {
+        let forbid = prepare::Forbid::new(&under.settings.forbidden_characters);
+        let auto = under.settings.content_profile == ContentProfile::Auto;
+        let pause_end = tally.sentence_ends == 0;
+        let p = Params::for_run(
+            &under.settings,
+            under.frame_rate,
+            forbid.as_ref(),
+            auto.then(|| tally.cps()),
+            pause_end,
+        );
+        let run = Run {
+            p: &p,
+            fr: under.frame_rate,
+            texts: Texts {
+                words,
+                order: None,
+                arena: "",
+            },
+            forbid: forbid.as_ref(),
+            pause_end: (p.smart && pause_end).then_some(PAUSE_SENTENCE_MS),
+        };
+        run.go(state, marks, stop)
+    }
+
+    /// Brings the layout from `old` (the words it was laid out from) to `new` under `settings`
+    /// and `frame_rate`, and says which cues changed. Afterwards `self.cues` equals
+    /// `layout(new, settings, frame_rate)`; only the chunks around the changed words are laid
+    /// out again, unless the settings changed, the words are not in reading order, or the edit
+    /// changed what the whole layout depends on (the pace `auto` picks, whether the transcript
+    /// has sentence punctuation).
+    pub fn update(
+        &mut self,
+        old: &[Word],
+        new: &[Word],
+        settings: &Settings,
+        frame_rate: FrameRate,
+    ) -> CueSplice {
+        let old = &old[..old.len().min(u32::MAX as usize - 1)];
+        let new = &new[..new.len().min(u32::MAX as usize - 1)];
+        let under = Under {
+            settings: settings.clone(),
+            frame_rate,
+        };
+        // The changed words: `old[from..from + removed]` became `new[from..from + inserted]`.
+        let from = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+        let tail = old[from..]
+            .iter()
+            .rev()
+            .zip(new[from..].iter().rev())
+            .take_while(|(a, b)| a == b)
+            .count();
+        let (removed, inserted) = (old.len() - from - tail, new.len() - from - tail);
+        let sorted = |w: &[Word]| w.windows(2).all(|p| p[0].start <= p[1].start);
+        let usable = under == self.under
+            && old.len() == self.words
+            && !self.marks.is_empty()
+            && sorted(&new[from.saturating_sub(1)..(from + inserted + 1).min(new.len())]);
+        let tally = usable
+            .then(|| self.tally_after(old, new, from, removed, inserted))
+            .flatten();
+        let Some(tally) = tally else {
+            return self.replace(Layout::new(new, settings, frame_rate));
+        };
+        if removed == 0 && inserted == 0 {
+            return CueSplice {
+                from: self.cues.len(),
+                removed: 0,
+                inserted: 0,
+            };
+        }
+        // The last state that read no changed word (a word's unit also reads the next word's
+        // start), or the transcript's start.
+        let resume = self.marks.partition_point(|m| m.k < from);
+        let start = match resume.checked_sub(1) {
+            Some(m) => self.marks[m].clone(),
+            None => State::start(),
+        };
+        let first_cue = start.cues;
+        let shift = inserted as isize - removed as isize;
+        let old_marks = &self.marks;
+        let mut marks = Vec::new();
+        let (cues, met) = Layout::run(new, &self.under, tally, start, Some(&mut marks), |st| {
+            // The previous layout's state at the same word, past the edit, if it is the same.
+            let k_old = st.k.checked_add_signed(-shift)?;
+            if k_old < from + removed {
+                return None;
+            }
+            let m = old_marks.partition_point(|m| m.k < k_old);
+            let o = old_marks.get(m).filter(|o| o.k == k_old)?;
+            // The cues kept from the previous layout hold no changed word: they start with the
+            // pending one.
+            if o.pending.as_ref().is_some_and(|p| p.lo < from + removed) {
+                return None;
+            }
+            // A unit of a changed word may keep its size and flags with other text.
+            let same_text = |a: &prepare::Unit, aa: &str, b: &prepare::Unit, ba: &str| {
+                (a.word as usize) >= from + removed
+                    || unit_text(old, aa, a) == unit_text(new, ba, b)
+            };
+            o.same_as(st, shift, same_text).then_some(m)
+        });
+        let (cue_end, removed_cues) = match met {
+            // From the previous layout's state `m` on, its cues are the new layout's.
+            Some(m) => (old_marks[m].cues, old_marks[m].cues - first_cue),
+            None => (self.cues.len(), self.cues.len() - first_cue),
+        };
+        let inserted_cues = cues.len();
+        let cue_shift = inserted_cues as isize - removed_cues as isize;
+        self.cues.splice(first_cue..cue_end, cues);
+        if cue_shift != 0 {
+            for (i, c) in self
+                .cues
+                .iter_mut()
+                .enumerate()
+                .skip(first_cue + inserted_cues)
+            {
+                c.index = i as u32 + 1;
+            }
+        }
+        let kept_from = match met {
+            Some(m) => m + 1,
+            None => self.marks.len(),
+        };
+        let mut later = self.marks.split_off(kept_from);
+        for m in &mut later {
+            m.shift(shift, cue_shift);
+        }
+        self.marks.truncate(resume);
+        self.marks.extend(marks);
+        self.marks.extend(later);
+        self.tally = tally;
+        self.words = new.len();
+        CueSplice {
+            from: first_cue,
+            removed: removed_cues,
+            inserted: inserted_cues,
+        }
+    }
+
+    /// The tally of `new` from the one of `old` and the words that changed; `None` when the edit
+    /// changes what every chunk is laid out under (the pace `auto` picks, or whether sentence
+    /// ends are guessed from pauses).
+    fn tally_after(
+        &self,
+        old: &[Word],
+        new: &[Word],
+        from: usize,
+        removed: usize,
+        inserted: usize,
+    ) -> Option<Tally> {
+        // The word with visible text before the edit, and the changed words with the first word
+        // with visible text after them (its pause term reads the end of the word before it).
+        let prev_end = old[..from].iter().rev().find_map(|w| speech(w, None).2);
+        let reach = |words: &[Word], end: usize| {
+            words[end..]
+                .iter()
+                .position(|w| !w.text.trim().is_empty())
+                .map_or(words.len(), |k| end + k + 1)
+        };
+        let (was, _) = Tally::of(&old[from..reach(old, from + removed)], prev_end);
+        let (now, _) = Tally::of(&new[from..reach(new, from + inserted)], prev_end);
+        let t = Tally {
+            sentence_ends: (self.tally.sentence_ends + now.sentence_ends)
+                .checked_sub(was.sentence_ends)?,
+            chars: self.tally.chars - was.chars + now.chars,
+            ms: self.tally.ms - was.ms + now.ms,
+        };
+        let auto = self.under.settings.content_profile == ContentProfile::Auto;
+        let same = (t.sentence_ends == 0) == (self.tally.sentence_ends == 0)
+            && (!auto || t.cps() == self.tally.cps());
+        same.then_some(t)
+    }
+
+    /// Replaces the layout by `fresh`: every cue changed.
+    fn replace(&mut self, fresh: Layout) -> CueSplice {
+        let removed = self.cues.len();
+        *self = fresh;
+        CueSplice {
+            from: 0,
+            removed,
+            inserted: self.cues.len(),
+        }
+    }
 }
 
 /// The first word (in reading order) a cue starting with unit `u` owns: the unit's word, or the
@@ -540,6 +1024,256 @@ mod tests {
         }));
         let cues = layout(&words, &Settings::default(), FrameRate::FPS_25);
         assert_eq!(texts(&cues)[0], "We walked to the station in the rain");
+    }
+
+    /// `n` words of a random transcript (some unpunctuated, some with breaks, three speakers).
+    fn random_words(rng: &mut Rng, n: usize, unpunctuated: bool) -> Vec<Word> {
+        const VOCAB: [&str; 17] = [
+            "the",
+            "and",
+            "river",
+            "valley,",
+            "moved.",
+            "quickly?",
+            "I",
+            "of",
+            "station",
+            "yes!",
+            "workshop",
+            "a",
+            "thousand",
+            "years.",
+            "électricité",
+            "東京で",
+            "counterrevolutionaries",
+        ];
+        let mut t = 0i64;
+        (0..n)
+            .map(|_| {
+                let text = VOCAB[rng.below(VOCAB.len() as u64) as usize];
+                let text = if unpunctuated {
+                    text.trim_end_matches(['.', ',', '?', '!']).to_lowercase()
+                } else {
+                    text.to_string()
+                };
+                t += [10, 40, 80, 250, 400, 800, 2500][rng.below(7) as usize];
+                let d = 100 + rng.below(500) as i64;
+                let mut w = Word::new(text, Millis(t), Millis(t + d), (rng.below(40) == 0) as u32);
+                if rng.below(60) == 0 {
+                    w.break_after =
+                        Some([Break::Line, Break::Cue, Break::Join][rng.below(3) as usize]);
+                }
+                t += d;
+                w
+            })
+            .collect()
+    }
+
+    /// One edit of the kind the editor makes, somewhere in `words`.
+    fn random_edit(rng: &mut Rng, words: &[Word]) -> Vec<Word> {
+        let mut w = words.to_vec();
+        let n = w.len();
+        // Often at either end of the transcript.
+        let at = match rng.below(10) {
+            0 => 0,
+            1 => n - 1,
+            _ => rng.below(n as u64) as usize,
+        };
+        match rng.below(8) {
+            // A word corrected (sometimes gaining or losing its full stop).
+            0 => {
+                w[at].text =
+                    ["river.", "Valley", "stations", "", "and,"][rng.below(5) as usize].into()
+            }
+            // Words inserted inside the gap after `at`.
+            1 => {
+                let (s, e) = (
+                    w[at].end,
+                    w.get(at + 1).map_or(w[at].end + Millis(300), |x| x.start),
+                );
+                let k = 1 + rng.below(3) as usize;
+                let step = (e - s).0.max(0) / (k as i64 + 1);
+                for j in 0..k {
+                    let t = s + Millis(step * (j as i64 + 1));
+                    w.insert(at + 1 + j, Word::new("new", t, t, 0));
+                }
+            }
+            // Words removed.
+            2 => {
+                let k = (1 + rng.below(4) as usize).min(n - at);
+                w.drain(at..at + k);
+            }
+            // A split, a line break or a join.
+            3 => {
+                w[at].break_after = [None, Some(Break::Cue), Some(Break::Line), Some(Break::Join)]
+                    [rng.below(4) as usize]
+            }
+            // A speaker changed.
+            4 => w[at].speaker = 1 - w[at].speaker.min(1),
+            // An end nudged by a frame.
+            5 => {
+                w[at].end = (w[at].end + Millis(40))
+                    .min(w.get(at + 1).map_or(Millis(i64::MAX), |x| x.start))
+            }
+            // Nothing changed.
+            6 => {}
+            // Find and replace over a stretch.
+            _ => {
+                let k = (rng.below(200) as usize).min(n - at);
+                for x in &mut w[at..at + k] {
+                    if &*x.text == "the" {
+                        x.text = "a".into();
+                    }
+                }
+            }
+        }
+        w
+    }
+
+    #[test]
+    fn an_updated_layout_equals_a_fresh_layout_of_the_edited_words() {
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        let mut local = 0;
+        let mut edits = 0;
+        for case in 0..10 {
+            // Long enough for several chunks (2,048 units each).
+            let n = 8000 + rng.below(8000) as usize;
+            let mut words = random_words(&mut rng, n, case % 4 == 3);
+            let settings = Settings {
+                max_chars_per_line: [20, 32, 42][rng.below(3) as usize],
+                max_lines_per_subtitle: 1 + rng.below(2) as u32,
+                content_profile: [ContentProfile::Balanced, ContentProfile::Auto]
+                    [rng.below(2) as usize],
+                em_dash_on_speaker_change: rng.below(3) != 0,
+                ellipsis_continuation: rng.below(3) == 0,
+                format_subtitles: case % 5 != 4,
+                min_frames_between_subtitles: rng.below(4) as u32,
+                split_on_punctuation: rng.below(6) == 0,
+                shift_ms: [0, 0, 200, -300][rng.below(4) as usize],
+                max_duration: (rng.below(4) == 0).then_some(Millis(3000)),
+                subtitle_mode: if rng.below(6) == 0 {
+                    SubtitleMode::Audiogram
+                } else {
+                    SubtitleMode::Default
+                },
+                forbidden_characters: if rng.below(3) == 0 {
+                    vec![crate::ForbiddenRule {
+                        chars: "vé".into(),
+                        replacement: "w".into(),
+                    }]
+                } else {
+                    Vec::new()
+                },
+                ..Settings::default()
+            };
+            let fr = [
+                FrameRate::FPS_25,
+                FrameRate {
+                    num: 30000,
+                    den: 1001,
+                },
+            ][case % 2];
+            let mut laid = Layout::new(&words, &settings, fr);
+            assert_eq!(laid.cues, layout(&words, &settings, fr), "case {case}");
+            for step in 0..20 {
+                let edited = random_edit(&mut rng, &words);
+                let before = laid.cues.clone();
+                let changed = laid.update(&words, &edited, &settings, fr);
+                let fresh = Layout::new(&edited, &settings, fr);
+                if laid.cues != fresh.cues {
+                    let d = laid.cues.iter().zip(&fresh.cues).position(|(a, b)| a != b);
+                    let show = |c: &[Cue], k: Option<usize>| {
+                        k.and_then(|k| c.get(k.saturating_sub(1)..k + 2))
+                            .map(|c| format!("{c:?}"))
+                    };
+                    panic!(
+                        "case {case} step {step}: {changed:?}, {} vs {} cues, first difference at {d:?}\nupdated {:?}\nfresh {:?}",
+                        laid.cues.len(),
+                        fresh.cues.len(),
+                        show(&laid.cues, d),
+                        show(&fresh.cues, d)
+                    );
+                }
+                assert_eq!(
+                    laid.cues,
+                    layout(&edited, &settings, fr),
+                    "case {case} step {step}"
+                );
+                // The saved states are a fresh layout's, so the next update is exact too.
+                assert_eq!(
+                    laid.marks.len(),
+                    fresh.marks.len(),
+                    "case {case} step {step}"
+                );
+                for (a, b) in laid.marks.iter().zip(&fresh.marks) {
+                    let same_text = |x: &prepare::Unit, xa: &str, y: &prepare::Unit, ya: &str| {
+                        unit_text(&edited, xa, x) == unit_text(&edited, ya, y)
+                    };
+                    assert!(
+                        a.same_as(b, 0, same_text) && a.cues == b.cues,
+                        "case {case} step {step}"
+                    );
+                }
+                assert_eq!(laid.tally, fresh.tally);
+                // The cues outside the splice are the previous ones (numbered anew).
+                let CueSplice {
+                    from,
+                    removed,
+                    inserted,
+                } = changed;
+                assert_eq!(before.len() - removed + inserted, laid.cues.len());
+                assert_eq!(before[..from], laid.cues[..from]);
+                for (a, b) in before[from + removed..]
+                    .iter()
+                    .zip(&laid.cues[from + inserted..])
+                {
+                    assert_eq!(
+                        (&a.lines, a.start, a.end, &a.words),
+                        (&b.lines, b.start, b.end, &b.words)
+                    );
+                }
+                // Laid out again: the chunk with the edit and (when the word count changed) the
+                // next, whose lookahead read other words.
+                let relaid: usize = laid.cues[from..from + inserted]
+                    .iter()
+                    .map(|c| c.words.len())
+                    .sum();
+                if relaid <= 2 * (CHUNK + LOOKAHEAD) + 8 {
+                    local += 1;
+                }
+                edits += 1;
+                words = edited;
+            }
+        }
+        // Most edits are laid out again locally (the others changed the pace `auto` picks or
+        // whether the transcript has any sentence punctuation).
+        assert!(
+            local * 10 >= edits * 8,
+            "{local} of {edits} edits were local"
+        );
+    }
+
+    #[test]
+    fn an_update_lays_out_only_the_chunks_around_the_edit() {
+        let mut rng = Rng(7);
+        let words = random_words(&mut rng, 20_000, false);
+        let (settings, fr) = (Settings::default(), FrameRate::FPS_25);
+        let mut laid = Layout::new(&words, &settings, fr);
+        let mut edited = words.clone();
+        edited[10_000].text = "station.".into();
+        let changed = laid.update(&words, &edited, &settings, fr);
+        assert_eq!(laid.cues, layout(&edited, &settings, fr));
+        // A chunk is 2,048 units: the run from the chunk before the word to the one after holds
+        // at most three of them, about 6,000 of the 20,000 words.
+        let words_laid: usize = laid.cues[changed.from..changed.from + changed.inserted]
+            .iter()
+            .map(|c| c.words.len())
+            .sum();
+        assert!(
+            words_laid <= 3 * (CHUNK + LOOKAHEAD),
+            "{changed:?}: {words_laid} words"
+        );
+        assert!(changed.from > 0 && changed.from + changed.inserted < laid.cues.len());
     }
 
     #[test]

@@ -62,6 +62,17 @@ pub struct Unit {
 }
 
 impl Unit {
+    /// Whether `self` and `other` are the same unit but for their word's position.
+    pub fn same_but_word(&self, other: &Unit) -> bool {
+        let a = Unit { word: 0, ..*self };
+        let b = Unit { word: 0, ..*other };
+        (
+            a.lo, a.hi, a.g, a.w, a.sep, a.start, a.end, a.speaker, a.flags, a.extra,
+        ) == (
+            b.lo, b.hi, b.g, b.w, b.sep, b.start, b.end, b.speaker, b.flags, b.extra,
+        )
+    }
+
     /// Whether `flag` is set.
     #[inline]
     pub fn has(&self, flag: u8) -> bool {
@@ -390,6 +401,23 @@ pub struct PrepOptions<'f> {
     pub pause_end: Option<i64>,
 }
 
+/// What a [`Preparer`] carries from word to word.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct PrepState {
+    sentence_start: bool,
+    prev_speaker: Option<u32>,
+    prev_last_char: Option<char>,
+}
+
+impl PrepState {
+    /// At the start of a transcript.
+    pub const START: PrepState = PrepState {
+        sentence_start: true,
+        prev_speaker: None,
+        prev_last_char: None,
+    };
+}
+
 /// Turns words into units one at a time, carrying what it needs across words (sentence starts,
 /// the previous speaker, whether a space separates scripts).
 pub struct Preparer<'f> {
@@ -400,13 +428,22 @@ pub struct Preparer<'f> {
 }
 
 impl<'f> Preparer<'f> {
-    /// A preparer at the start of a transcript.
-    pub fn new(opts: PrepOptions<'f>) -> Preparer<'f> {
+    /// A preparer in `state` (see [`Preparer::state`]).
+    pub fn resume(opts: PrepOptions<'f>, state: PrepState) -> Preparer<'f> {
         Preparer {
             opts,
-            sentence_start: true,
-            prev_speaker: None,
-            prev_last_char: None,
+            sentence_start: state.sentence_start,
+            prev_speaker: state.prev_speaker,
+            prev_last_char: state.prev_last_char,
+        }
+    }
+
+    /// What it carries to the next word.
+    pub fn state(&self) -> PrepState {
+        PrepState {
+            sentence_start: self.sentence_start,
+            prev_speaker: self.prev_speaker,
+            prev_last_char: self.prev_last_char,
         }
     }
 

@@ -7,6 +7,7 @@ use super::Params;
 use crate::{Cue, FrameRate, Millis};
 
 /// What timing needs of one cue.
+#[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Span {
     /// First word's start, ms.
     pub start: i64,
@@ -29,14 +30,26 @@ fn frame_ceil(fr: FrameRate, t: i64) -> i64 {
 /// Chaining closes gaps up to this long (ms).
 const CHAIN_MS: i64 = 500;
 
-struct Pending {
+/// A cue waiting for the next one's start.
+#[derive(Clone, Debug)]
+pub struct Pending {
     /// Start frame.
     s: i64,
     span: Span,
     lines: Vec<String>,
     speaker: u32,
     /// First word (reading position) the cue owns.
-    lo: usize,
+    pub lo: usize,
+}
+
+impl Pending {
+    /// Whether `self` and `other` are the same cue but for the position of their first word.
+    pub fn same_but_lo(&self, other: &Pending) -> bool {
+        self.s == other.s
+            && self.span == other.span
+            && self.lines == other.lines
+            && self.speaker == other.speaker
+    }
 }
 
 /// Builds the cues in order, timing each once the next cue's start is known.
@@ -46,18 +59,39 @@ pub struct Emitter<'a> {
     texts: Texts<'a>,
     cues: Vec<Cue>,
     pending: Option<Pending>,
+    /// Cues finished before this emitter took over (a layout resumed from a saved state).
+    before: usize,
 }
 
 impl<'a> Emitter<'a> {
-    /// An emitter for cues over `texts.words`.
-    pub fn new(p: &'a Params, fr: FrameRate, texts: Texts<'a>, capacity: usize) -> Emitter<'a> {
+    /// An emitter for cues over `texts.words`, after `before` finished cues and with the last
+    /// one `pending` (see [`Emitter::state`]).
+    pub fn resume(
+        p: &'a Params,
+        fr: FrameRate,
+        texts: Texts<'a>,
+        capacity: usize,
+        before: usize,
+        pending: Option<Pending>,
+    ) -> Emitter<'a> {
         Emitter {
             p,
             fr,
             texts,
             cues: Vec::with_capacity(capacity),
-            pending: None,
+            pending,
+            before,
         }
+    }
+
+    /// How many cues are finished (all told) and the one waiting for its successor.
+    pub fn state(&self) -> (usize, Option<&Pending>) {
+        (self.before + self.cues.len(), self.pending.as_ref())
+    }
+
+    /// The cues finished by this emitter, the pending one left out.
+    pub fn into_finished(self) -> Vec<Cue> {
+        self.cues
     }
 
     /// Adds the next cue; it owns the words from reading position `lo` on.
@@ -65,7 +99,7 @@ impl<'a> Emitter<'a> {
         let mut s = self
             .fr
             .frame_round(Millis((span.start + self.p.shift).max(0)));
-        let lo = if self.cues.is_empty() && self.pending.is_none() {
+        let lo = if self.before == 0 && self.cues.is_empty() && self.pending.is_none() {
             // The first cue also owns any invisible words before it.
             0
         } else {
@@ -114,7 +148,7 @@ impl<'a> Emitter<'a> {
             }
         };
         self.cues.push(Cue {
-            index: self.cues.len() as u32 + 1,
+            index: (self.before + self.cues.len()) as u32 + 1,
             start: self.fr.frame_start(c.s),
             end: self.fr.frame_start(e),
             speaker: c.speaker,
