@@ -2,8 +2,8 @@
 //! punctuation, non-ASCII words, pauses and two speakers), smart and greedy, and on 100 hours to
 //! show that the time grows linearly.
 
-use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
-use cuecraft_engine::{layout, FrameRate, Millis, Settings, Word};
+use criterion::{criterion_group, BatchSize, BenchmarkId, Criterion, Throughput};
+use cuecraft_engine::{layout, FrameRate, Layout, Millis, Settings, Word};
 
 /// A vocabulary with the shapes real transcripts have: short function words, longer content
 /// words, accented and non-Latin words, numbers.
@@ -125,6 +125,30 @@ fn bench(c: &mut Criterion) {
     });
     g.bench_with_input(BenchmarkId::new("greedy", ten.len()), &ten, |b, w| {
         b.iter_with_large_drop(|| layout(w, &greedy, FrameRate::FPS_25))
+    });
+    // What the editor keeps: the same layout with its state saved after every chunk.
+    g.bench_with_input(BenchmarkId::new("smart_kept", ten.len()), &ten, |b, w| {
+        b.iter_with_large_drop(|| Layout::new(w, &smart, FrameRate::FPS_25))
+    });
+    g.finish();
+
+    // One edit in the editor: a word in the middle corrected, then the kept layout brought up
+    // to date (only the chunks around the word are laid out again).
+    let mut edited = ten.clone();
+    let mid = edited.len() / 2;
+    edited[mid].text = format!("{}s", edited[mid].text).into();
+    let kept = Layout::new(&ten, &smart, FrameRate::FPS_25);
+    let mut g = c.benchmark_group("update_10h");
+    g.sample_size(50);
+    g.bench_function("one_word", |b| {
+        b.iter_batched(
+            || kept.clone(),
+            |mut l| {
+                l.update(&ten, &edited, &smart, FrameRate::FPS_25);
+                l
+            },
+            BatchSize::LargeInput,
+        )
     });
     g.finish();
 
