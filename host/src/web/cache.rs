@@ -1,17 +1,19 @@
 //! The editor's memory of recently used transcripts, so that one edit of a 10-hour transcript
-//! neither decodes 5 MB of stored words nor answers all of its cues.
+//! neither decodes 5 MB of stored words, nor lays all of them out again, nor answers all of its
+//! cues.
 //!
 //! A ready transcript's words at a revision never change (an edit saves a new revision; a re-run
 //! of recognition replaces an unedited original by a new transcript id), so `(transcript id,
 //! revision)` names one word list for good. Kept with it: the stored text with each word's offset
-//! (an edit splices it, [`crate::words::splice_encoded`]) and the last view laid out from it (cues,
-//! warnings, the original's text beside them) with what that view was laid out under. An edit
-//! compares the view it lays out with the view of the revision it was made on and answers only
-//! the cues between their common start and common end.
+//! (an edit splices it, [`crate::words::splice_encoded`]) and the last view laid out from it (an
+//! [`cuecraft_engine::Layout`] with its cues, their signals, the original's text beside them) with
+//! what that view was laid out under. An edit takes that view, brings its layout up to date (only
+//! the chunks around the changed words are laid out again), checks the cues that changed and
+//! their neighbour, and answers only the cues that differ ([`Since`]).
 
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-use cuecraft_engine::{Cue, Word};
+use cuecraft_engine::{Layout, Word};
 use serde_json::Value;
 
 /// Transcripts kept (each a 10-hour transcript's words, stored text and cues: about 25 MB).
@@ -34,10 +36,26 @@ pub struct ViewKey {
     pub source: Option<(String, i64)>,
 }
 
+/// Which cues of a view differ from the view of the revision before (cues, signals or the text
+/// beside them): `remove` cues from `from` replaced by `insert`, out of `base_cues` cues over
+/// `base_words` words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Since {
+    pub from: usize,
+    pub remove: usize,
+    pub insert: usize,
+    pub base_cues: usize,
+    pub base_words: usize,
+}
+
 /// The cues the editor shows for a transcript's words under a [`ViewKey`].
+#[derive(Clone)]
 pub struct View {
     pub key: ViewKey,
-    pub cues: Vec<Cue>,
+    /// The cues, with what brings them up to date after an edit.
+    pub layout: Layout,
+    /// What changed since the view of the revision this one was made from by an edit.
+    pub since: Option<Since>,
     /// The first stored word of each cue.
     pub starts: Vec<usize>,
     /// Each cue's labelled signals.
@@ -52,36 +70,6 @@ pub struct View {
     pub warning_count: usize,
     /// The stored words laid out.
     pub word_count: usize,
-}
-
-impl View {
-    /// Whether cue `a` of this view and cue `b` of `other` show the same thing (their numbers
-    /// aside, which shift when cues are added or removed before them).
-    pub fn same_cue(&self, a: usize, other: &View, b: usize) -> bool {
-        let (x, y) = (&self.cues[a], &other.cues[b]);
-        x.start == y.start
-            && x.end == y.end
-            && x.speaker == y.speaker
-            && x.lines == y.lines
-            && x.words == y.words
-            && self.warnings.get(a) == other.warnings.get(b)
-            && self.sources.get(a) == other.sources.get(b)
-    }
-
-    /// The cues of `self` that differ from `old`'s: `(from, remove)` of `old` replaced by
-    /// `self.cues[from..from + insert]`, as `(from, remove, insert)`.
-    pub fn changed_since(&self, old: &View) -> (usize, usize, usize) {
-        let (p, n) = (old.cues.len(), self.cues.len());
-        let mut from = 0;
-        while from < p.min(n) && self.same_cue(from, old, from) {
-            from += 1;
-        }
-        let mut tail = 0;
-        while tail < p.min(n) - from && self.same_cue(n - 1 - tail, old, p - 1 - tail) {
-            tail += 1;
-        }
-        (from, p - tail - from, n - tail - from)
-    }
 }
 
 struct Entry {
@@ -110,6 +98,33 @@ pub fn stored(transcript: &str, revision: i64) -> Option<Arc<Stored>> {
     let s = e.stored.clone();
     list.push(e);
     Some(s)
+}
+
+/// The view of `transcript` at `revision` laid out under `key`, if kept, taken out of the memory
+/// to be brought up to date by an edit: the view itself when nobody else holds it, else a copy.
+pub fn take_view(transcript: &str, revision: i64, key: &ViewKey) -> Option<View> {
+    let view = {
+        let mut list = entries();
+        let e = list
+            .iter_mut()
+            .find(|e| e.transcript == transcript && e.revision == revision)?;
+        if e.view.as_ref().is_some_and(|v| &v.key != key) {
+            return None;
+        }
+        e.view.take()?
+    };
+    Some(Arc::try_unwrap(view).unwrap_or_else(|shared| (*shared).clone()))
+}
+
+/// Gives back a view taken with [`take_view`] when the edit it was taken for was not saved.
+pub fn put_view(transcript: &str, revision: i64, view: View) {
+    let mut list = entries();
+    if let Some(e) = list
+        .iter_mut()
+        .find(|e| e.transcript == transcript && e.revision == revision)
+    {
+        e.view = Some(Arc::new(view));
+    }
 }
 
 /// The view of `transcript` at `revision` laid out under `key`, if kept.

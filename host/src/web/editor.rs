@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use cuecraft_engine::qc::{check, QcStyle, Rule};
-use cuecraft_engine::{layout, Break, Millis, Word};
+use cuecraft_engine::{layout, Break, Cue, FrameRate, Layout, Millis, Settings, Word};
 use hyper::header::{HeaderValue, ACCEPT_RANGES, CONTENT_RANGE};
 use hyper::Response;
 use serde_json::{json, Value};
@@ -24,7 +24,7 @@ use crate::store::{JobRow, Member, Saved};
 use crate::util::{is_id, now_ms, rfc3339};
 use crate::words::{decode, encode, encode_indexed, splice_encoded};
 
-use super::cache::{self, Stored, View, ViewKey};
+use super::cache::{self, Since, Stored, View, ViewKey};
 
 use super::{
     check_csrf, db, esc, field, html, json_ok, page as html_page, require_session, respond_bytes,
@@ -224,79 +224,81 @@ fn signals(
 }
 
 /// Lays out `words` for the editor: cues, each one's first stored word, its labelled signals and
-/// (beside a clean version or translation) the original's text over the same time. With the
-/// view of the words before an edit (`previous`, same settings), the QC runs only over the cues
-/// the layout changed and their neighbours; the other cues keep their signals (a cue's findings
-/// depend on it and the next cue only).
+/// (beside a clean version or translation) the original's text over the same time. With the view
+/// of the words before an edit (`previous`: that view, taken from the memory, and its words),
+/// its layout is brought up to date (only the chunks around the changed words are laid out
+/// again), the QC runs only over the cues that changed and the one before (a cue's findings
+/// depend on it and the next cue only), and the view records which cues differ (`since`).
 fn build_view(
     words: &[Word],
-    settings: &cuecraft_engine::Settings,
-    fr: cuecraft_engine::FrameRate,
-    source: Option<&[cuecraft_engine::Cue]>,
+    settings: &Settings,
+    fr: FrameRate,
+    source: Option<&[Cue]>,
     key: ViewKey,
-    previous: Option<&View>,
+    previous: Option<(View, &[Word])>,
 ) -> View {
-    let cues = layout(words, settings, fr);
     // Live warnings: the engine's QC rules against what the job's settings promise, one labelled
     // signal per rule and cue (the same check `cuecraft check` runs).
     let style = QcStyle::from_settings(settings, words);
-    let n = cues.len();
-    let previous = previous.filter(|p| p.key == key && p.style_cps == style.max_cps);
-    let (warnings, counts) = match previous {
-        Some(old) => {
-            let p = old.cues.len();
-            let same = |a: &cuecraft_engine::Cue, b: &cuecraft_engine::Cue| {
-                a.start == b.start
-                    && a.end == b.end
-                    && a.speaker == b.speaker
-                    && a.lines == b.lines
-                    && a.words == b.words
-            };
-            let mut head = 0;
-            while head < p.min(n) && same(&cues[head], &old.cues[head]) {
-                head += 1;
-            }
-            let mut tail = 0;
-            while tail < p.min(n) - head && same(&cues[n - 1 - tail], &old.cues[p - 1 - tail]) {
-                tail += 1;
-            }
+    let previous = previous.filter(|(p, _)| p.key == key && p.style_cps == style.max_cps);
+    let mut view = match previous {
+        Some((mut view, old_words)) => {
+            let (base_cues, base_words) = (view.layout.cues.len(), view.word_count);
+            let changed = view.layout.update(old_words, words, settings, fr);
+            let cues = &view.layout.cues;
             // The changed cues and the one before them (its gap to the next may have changed).
-            let lo = head.saturating_sub(1);
-            let hi = n - tail;
-            let (mid_w, mid_c) = signals(&cues, (lo, hi), &style, fr);
-            let mut warnings = Vec::with_capacity(n);
-            let mut counts = Vec::with_capacity(n);
-            warnings.extend_from_slice(&old.warnings[..lo]);
-            counts.extend_from_slice(&old.counts[..lo]);
-            warnings.extend(mid_w);
-            counts.extend(mid_c);
-            warnings.extend_from_slice(&old.warnings[p - tail..]);
-            counts.extend_from_slice(&old.counts[p - tail..]);
-            (warnings, counts)
+            let lo = changed.from.saturating_sub(1);
+            let (old_hi, hi) = (
+                changed.from + changed.removed,
+                changed.from + changed.inserted,
+            );
+            let (warnings, counts) = signals(cues, (lo, hi), &style, fr);
+            view.warnings.splice(lo..old_hi, warnings);
+            view.counts.splice(lo..old_hi, counts);
+            if let Some(s) = source {
+                let texts = overlapping_text(&cues[changed.from..hi], s);
+                view.sources.splice(changed.from..old_hi, texts);
+            }
+            view.since = Some(Since {
+                from: lo,
+                remove: old_hi - lo,
+                insert: hi - lo,
+                base_cues,
+                base_words,
+            });
+            view
         }
-        None => signals(&cues, (0, n), &style, fr),
+        None => {
+            let layout = Layout::new(words, settings, fr);
+            let (warnings, counts) = signals(&layout.cues, (0, layout.cues.len()), &style, fr);
+            let sources = source
+                .map(|s| overlapping_text(&layout.cues, s))
+                .unwrap_or_default();
+            View {
+                key,
+                layout,
+                since: None,
+                starts: Vec::new(),
+                warnings,
+                counts,
+                sources,
+                style_cps: style.max_cps,
+                errors: 0,
+                warning_count: 0,
+                word_count: 0,
+            }
+        }
     };
-    let sources = source
-        .map(|s| overlapping_text(&cues, s))
-        .unwrap_or_default();
-    let mut starts = Vec::with_capacity(cues.len());
+    view.starts.clear();
     let mut from = 0usize;
-    for cue in &cues {
-        starts.push(from);
+    for cue in &view.layout.cues {
+        view.starts.push(from);
         from = (from + cue.words.len()).min(words.len());
     }
-    View {
-        key,
-        starts,
-        errors: counts.iter().map(|c| c.0 as usize).sum(),
-        warning_count: counts.iter().map(|c| c.1 as usize).sum(),
-        cues,
-        warnings,
-        counts,
-        sources,
-        style_cps: style.max_cps,
-        word_count: words.len(),
-    }
+    view.errors = view.counts.iter().map(|c| c.0 as usize).sum();
+    view.warning_count = view.counts.iter().map(|c| c.1 as usize).sum();
+    view.word_count = words.len();
+    view
 }
 
 /// What the editor's view of transcript `transcript_id` is laid out under.
@@ -315,13 +317,14 @@ fn view_key(
     })
 }
 
-/// The original's cues a view under `key` shows beside its own (none beside the original).
+/// The original's cues a view under `key` shows beside its own (none beside the original): the
+/// original's kept view, or its words laid out.
 fn source_cues(
     c: &dyn crate::store::Store,
     job: &JobRow,
     key: &ViewKey,
-    settings: &cuecraft_engine::Settings,
-) -> Result<Option<Vec<cuecraft_engine::Cue>>, WebError> {
+    settings: &Settings,
+) -> Result<Option<SourceCues>, WebError> {
     let Some((sid, _)) = &key.source else {
         return Ok(None);
     };
@@ -331,9 +334,24 @@ fn source_cues(
         ..key.clone()
     };
     Ok(Some(match cache::view(&sid, srev, &own_key) {
-        Some(v) => v.cues.clone(),
-        None => layout(&sw.words, settings, job_frame_rate(job)),
+        Some(v) => SourceCues::Kept(v),
+        None => SourceCues::Laid(layout(&sw.words, settings, job_frame_rate(job))),
     }))
+}
+
+/// The original's cues beside a clean version or translation.
+enum SourceCues {
+    Kept(Arc<View>),
+    Laid(Vec<Cue>),
+}
+
+impl SourceCues {
+    fn cues(&self) -> &[Cue] {
+        match self {
+            SourceCues::Kept(v) => &v.layout.cues,
+            SourceCues::Laid(c) => c,
+        }
+    }
 }
 
 /// The layout settings as the editor shows and sends them.
@@ -355,15 +373,15 @@ fn settings_json(settings: &cuecraft_engine::Settings) -> Value {
 }
 
 /// Everything the editor shows for one transcript of a job, as JSON. `loaded` is the transcript
-/// an edit just saved (id, revision, words); with `before`, the view of the revision the edit was
-/// made on, the answer carries only the cues that changed (`patch`).
+/// an edit just saved (id, revision, words); with `patch`, the answer carries only the cues that
+/// changed since the revision the edit was made on (when the view knows them, [`View::since`]).
 fn editor_json(
     app: &App,
     c: &dyn crate::store::Store,
     job: &JobRow,
     transcript: Option<&str>,
     loaded: Option<(String, i64, Arc<Stored>)>,
-    before: Option<Arc<View>>,
+    patch: bool,
 ) -> Result<Vec<u8>, WebError> {
     let media = match proxy(app.media.as_ref(), &job.id)? {
         Some((_, _, ct)) => {
@@ -421,7 +439,7 @@ fn editor_json(
                 words,
                 &settings,
                 fr,
-                source.as_deref(),
+                source.as_ref().map(SourceCues::cues),
                 key,
                 None,
             ))
@@ -429,7 +447,7 @@ fn editor_json(
     };
     cache::keep(&transcript_id, revision, stored.clone(), Some(view.clone()));
     let cue_out = |k: usize| {
-        let cue = &view.cues[k];
+        let cue = &view.layout.cues[k];
         let from = view.starts[k];
         let to = (from + cue.words.len()).min(words.len());
         CueOut {
@@ -477,20 +495,22 @@ fn editor_json(
         "warnings": view.warning_count,
     });
     out["settings"] = settings_json(&settings);
-    let (cues, patch) = match before.filter(|b| b.key == view.key) {
-        Some(old) => {
-            let (from, remove, insert) = view.changed_since(&old);
+    let n = view.layout.cues.len();
+    let (cues, patch) = match view.since.filter(|_| patch) {
+        Some(since) => {
             let patch = Patch {
-                from,
-                remove,
-                cues: (from..from + insert).map(cue_out).collect(),
-                word_delta: view.word_count as i64 - old.word_count as i64,
-                cue_count: view.cues.len(),
-                base_cue_count: old.cues.len(),
+                from: since.from,
+                remove: since.remove,
+                cues: (since.from..since.from + since.insert)
+                    .map(cue_out)
+                    .collect(),
+                word_delta: view.word_count as i64 - since.base_words as i64,
+                cue_count: n,
+                base_cue_count: since.base_cues,
             };
             (None, Some(patch))
         }
-        None => (Some((0..view.cues.len()).map(cue_out).collect()), None),
+        None => (Some((0..n).map(cue_out).collect()), None),
     };
     to_bytes(&EditorData {
         meta: out,
@@ -594,7 +614,7 @@ pub async fn data(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
     let app2 = app.clone();
     let value = db(app, move |c| {
         let job = visible(c, &viewer, &jid)?;
-        editor_json(&app2, c, &job, transcript.as_deref(), None, None)
+        editor_json(&app2, c, &job, transcript.as_deref(), None, false)
     })
     .await?;
     Ok(json_bytes(value))
@@ -984,9 +1004,10 @@ pub fn apply_op(words: &mut Vec<Word>, op: &Value, frame: Millis) -> Result<Stri
 }
 
 /// Saves `words` (the words of `stored` after an operation) as the next revision when the
-/// transcript is still at `expected`: the history gets the one splice that changed, the stored
-/// text is the old one spliced. Answers the editor data, only the changed cues when the body asks
-/// for a patch (`"answer": "patch"`).
+/// transcript is still at `expected` and `check` accepts their view: the history gets the one
+/// splice that changed, the stored text is the old one spliced. The view is the kept view of
+/// `expected` brought up to date. Answers the editor data, only the changed cues when the body
+/// asks for a patch (`"answer": "patch"`).
 #[allow(clippy::too_many_arguments)]
 fn save(
     app: &App,
@@ -999,6 +1020,7 @@ fn save(
     member: &Member,
     note: &str,
     body: &Value,
+    check: impl FnOnce(&View) -> Result<(), WebError>,
 ) -> Result<Vec<u8>, WebError> {
     let (from, remove, insert) = splice_range(&stored.words, &words);
     let inserted = &words[from..from + insert];
@@ -1008,59 +1030,79 @@ fn save(
     let change = splice_json(from, remove, inserted);
     let settings = job_settings(job).map_err(|e| WebError::Internal(e.message()))?;
     let key = view_key(c, job, transcript_id)?;
-    let previous = cache::view(transcript_id, expected, &key);
-    let before = (body.get("answer").and_then(Value::as_str) == Some("patch"))
-        .then(|| previous.clone())
-        .flatten();
     let source = source_cues(c, job, &key, &settings)?;
+    let source = source.as_ref().map(SourceCues::cues);
     let fr = job_frame_rate(job);
-    // The new words are laid out while the database stores them: the two take about as long.
-    let (saved, view) = std::thread::scope(|s| {
-        let laying_out = s.spawn(|| {
-            let previous = previous.as_deref();
-            build_view(&words, &settings, fr, source.as_deref(), key, previous)
-        });
-        let saved = c.save_words(&crate::store::WordsEdit {
-            job_id: &job.id,
-            transcript_id,
-            expected,
-            words: &encoded,
-            change: &change,
-            member_id: &member.id,
-            note,
-            now: now_ms(),
-        });
-        (saved, laying_out.join())
-    });
-    let view = view.map_err(|_| WebError::Internal("the layout panicked".into()))?;
-    let notice = held_end(body, &view, &settings, fr);
-    match saved? {
-        Saved::Revision(revision) => {
-            let job = c.job(&job.id)?.ok_or(WebError::NotFound)?;
-            let kept = Arc::new(Stored {
-                words,
-                encoded,
-                offsets,
-            });
-            // The words just saved and their view are kept: no second read, decode or layout.
-            cache::keep(transcript_id, revision, kept.clone(), Some(Arc::new(view)));
-            let mut answer = editor_json(
-                app,
-                c,
-                &job,
-                None,
-                Some((transcript_id.to_string(), revision, kept)),
-                before,
-            )?;
-            if let Some(n) = notice {
-                // `{"notice":"...",` before the answer's other fields.
-                let field = format!("{{\"notice\":{},", Value::String(n));
-                answer.splice(..1, field.into_bytes());
-            }
-            Ok(answer)
-        }
-        Saved::Conflict(rev) => Err(WebError::Conflict(rev)),
+    // The view of `expected`, taken from the memory and brought up to date.
+    let previous = cache::take_view(transcript_id, expected, &key);
+    let view = build_view(
+        &words,
+        &settings,
+        fr,
+        source,
+        key,
+        previous.map(|v| (v, &stored.words[..])),
+    );
+    // When the edit is refused or not saved, the view of `expected` goes back to the memory.
+    let put_back = |view: View| {
+        let key = view.key.clone();
+        let back = build_view(
+            &stored.words,
+            &settings,
+            fr,
+            source,
+            key,
+            Some((view, &words[..])),
+        );
+        cache::put_view(transcript_id, expected, back);
+    };
+    if let Err(e) = check(&view) {
+        put_back(view);
+        return Err(e);
     }
+    let saved = c.save_words(&crate::store::WordsEdit {
+        job_id: &job.id,
+        transcript_id,
+        expected,
+        words: &encoded,
+        change: &change,
+        member_id: &member.id,
+        note,
+        now: now_ms(),
+    });
+    let revision = match saved {
+        Ok(Saved::Revision(revision)) => revision,
+        // Someone saved first: the view of `expected` is out of date anyway.
+        Ok(Saved::Conflict(rev)) => return Err(WebError::Conflict(rev)),
+        Err(e) => {
+            put_back(view);
+            return Err(e.into());
+        }
+    };
+    let notice = held_end(body, &view, &settings, fr);
+    let job = c.job(&job.id)?.ok_or(WebError::NotFound)?;
+    let kept = Arc::new(Stored {
+        words,
+        encoded,
+        offsets,
+    });
+    // The words just saved and their view are kept: no second read, decode or layout.
+    cache::keep(transcript_id, revision, kept.clone(), Some(Arc::new(view)));
+    let patch = body.get("answer").and_then(Value::as_str) == Some("patch");
+    let mut answer = editor_json(
+        app,
+        c,
+        &job,
+        None,
+        Some((transcript_id.to_string(), revision, kept)),
+        patch,
+    )?;
+    if let Some(n) = notice {
+        // `{"notice":"...",` before the answer's other fields.
+        let field = format!("{{\"notice\":{},", Value::String(n));
+        answer.splice(..1, field.into_bytes());
+    }
+    Ok(answer)
 }
 
 /// When an edit pulled a cue's end earlier (`nudge`, end, -1 frame) and the layout kept it later
@@ -1084,7 +1126,7 @@ fn held_end(
         .checked_sub(1)?;
     let asked = body.get("time")?.as_i64()? - fr.frames_duration(1).0;
     let k = view.starts.iter().rposition(|&s| s <= last)?;
-    let cue = &view.cues[k];
+    let cue = &view.layout.cues[k];
     if cue.end.0 <= asked {
         return None;
     }
@@ -1104,7 +1146,7 @@ fn held_end(
     };
     let has = cue.end.0 - cue.start.0;
     let gap = fr.frames_duration(settings.min_frames_between_subtitles).0;
-    let why = match view.cues.get(k + 1) {
+    let why = match view.layout.cues.get(k + 1) {
         Some(next) if next.start.0 - cue.end.0 <= gap && next.start.0 - asked <= 500 + gap => {
             format!(
             "the gap to the next cue would be under 0.5 s, and short gaps are closed to {} frames",
@@ -1183,12 +1225,11 @@ pub async fn edit(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
             // The two cues as the page showed them: the one ending before `at` and the next.
             let settings = job_settings(&job).map_err(|e| WebError::Internal(e.message()))?;
             let key = view_key(c, &job, &tid)?;
-            let before = match cache::view(&tid, expected, &key) {
-                Some(v) => v.cues.clone(),
-                None => layout(&stored.words, &settings, job_frame_rate(&job)),
+            let old = match cache::view(&tid, expected, &key) {
+                Some(v) => cue_ranges(&v.layout.cues),
+                None => cue_ranges(&layout(&stored.words, &settings, job_frame_rate(&job))),
             };
             let at = usize_field(&body, "at")?;
-            let old = cue_ranges(&before);
             let first = old
                 .iter()
                 .position(|r| r.1 == at)
@@ -1199,12 +1240,16 @@ pub async fn edit(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
             body["to"] = json!(merged.1);
         }
         let note = apply_op(&mut words, &body, frame)?;
-        if merge {
-            let settings = job_settings(&job).map_err(|e| WebError::Internal(e.message()))?;
-            check_merge(&words, merged, &settings, job_frame_rate(&job))?;
-        }
+        // A merge the layout cannot keep is refused (the merged words not in one cue), saying
+        // why.
+        let merged_words = words.get(merged.0..merged.1).unwrap_or_default().to_vec();
+        let settings = job_settings(&job).map_err(|e| WebError::Internal(e.message()))?;
+        let check = |view: &View| match merge {
+            true => check_merge(&merged_words, merged, &settings, &view.layout.cues),
+            false => Ok(()),
+        };
         save(
-            &app2, c, &job, &tid, expected, &stored, words, &member, &note, &body,
+            &app2, c, &job, &tid, expected, &stored, words, &member, &note, &body, check,
         )
     })
     .await?;
@@ -1222,23 +1267,20 @@ fn cue_ranges(cues: &[cuecraft_engine::Cue]) -> Vec<(usize, usize)> {
         .collect()
 }
 
-/// Refuses a merge the layout cannot keep (the merged words `[lo, hi)` not in one cue), saying
-/// why: a hard boundary between them (another speaker, a long silence, split on punctuation) or
+/// Refuses a merge the layout cannot keep (the merged words `[lo, hi)`, `merged`, not in one of
+/// `cues`), saying why: a hard boundary between them (another speaker, a long silence, split on punctuation) or
 /// the limits.
 fn check_merge(
-    words: &[Word],
+    merged: &[Word],
     (lo, hi): (usize, usize),
     settings: &cuecraft_engine::Settings,
-    fr: cuecraft_engine::FrameRate,
+    cues: &[Cue],
 ) -> Result<(), WebError> {
-    if cue_ranges(&layout(words, settings, fr))
-        .iter()
-        .any(|r| r.0 <= lo && hi <= r.1)
-    {
+    if cue_ranges(cues).iter().any(|r| r.0 <= lo && hi <= r.1) {
         return Ok(());
     }
     let dialogue = settings.em_dash_on_speaker_change && settings.max_lines_per_subtitle >= 2;
-    let pairs = || words[lo..hi].windows(2);
+    let pairs = || merged.windows(2);
     let why = if pairs().any(|p| p[0].speaker != p[1].speaker && !dialogue) {
         "two speakers would share it (with “Dash on speaker change” they may, one line each)"
             .to_string()
@@ -1313,7 +1355,17 @@ pub async fn restore(
             _ => format!("Restored revision {wanted}"),
         };
         let saved = save(
-            &app2, c, &job, &tid, expected, &stored, words, &member, &note, &body,
+            &app2,
+            c,
+            &job,
+            &tid,
+            expected,
+            &stored,
+            words,
+            &member,
+            &note,
+            &body,
+            |_| Ok(()),
         );
         if set && matches!(saved, Err(WebError::Conflict(_))) {
             c.set_job_settings(&jid, &old_settings, now_ms())?;
@@ -1400,7 +1452,7 @@ pub async fn settings(
         if job.status != "ready" {
             c.set_job_settings(&jid, &new_json.to_string(), now_ms())?;
             let job = c.job(&jid)?.ok_or(WebError::NotFound)?;
-            return editor_json(&app2, c, &job, transcript.as_deref(), None, None);
+            return editor_json(&app2, c, &job, transcript.as_deref(), None, false);
         }
         // A revision of the transcript on screen: its words unchanged, the history entry the
         // settings before and after, so undo and restore bring them back. Compare-and-swap on
@@ -1433,7 +1485,7 @@ pub async fn settings(
             .map(|(k, v)| format!("{k} {v}"))
             .collect();
         if changed.is_empty() {
-            return editor_json(&app2, c, &job, Some(&tid), None, None);
+            return editor_json(&app2, c, &job, Some(&tid), None, false);
         }
         let change = json!({
             "from": 0, "remove": 0, "insert": [],
@@ -1461,7 +1513,7 @@ pub async fn settings(
             &job,
             None,
             Some((tid, new_revision, stored)),
-            None,
+            false,
         )
     })
     .await?;
@@ -1613,7 +1665,7 @@ pub async fn add_translation(
         };
         let tid = c.add_translation(&jid, &language, &label, &encode(&words), now_ms())?;
         let job = c.job(&jid)?.ok_or(WebError::NotFound)?;
-        editor_json(&app2, c, &job, Some(&tid), None, None)
+        editor_json(&app2, c, &job, Some(&tid), None, false)
     })
     .await?;
     Ok(json_bytes(value))
@@ -1795,8 +1847,9 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// After an edit, the view built from the previous one (QC over the changed cues only)
-        /// is the view built from nothing.
+        /// After an edit, the view built from the previous one (its layout brought up to date,
+        /// QC over the changed cues only) is the view built from nothing, and every cue outside
+        /// the range it reports as changed shows what it showed before.
         #[test]
         fn a_view_built_on_the_previous_one_equals_a_fresh_view(
             lens in proptest::collection::vec(1usize..9, 1..40),
@@ -1833,8 +1886,23 @@ mod tests {
             };
             proptest::prop_assume!(result.is_ok());
             let fresh = build_view(&edited, &settings, fr, None, key.clone(), None);
-            let built = build_view(&edited, &settings, fr, None, key, Some(&old));
-            proptest::prop_assert_eq!(&built.cues, &fresh.cues);
+            let built = build_view(&edited, &settings, fr, None, key, Some((old.clone(), &words[..])));
+            proptest::prop_assert_eq!(&built.layout.cues, &fresh.layout.cues);
+            // Outside the cues it names as changed, the view shows what the old one showed.
+            let since = built.since.unwrap();
+            proptest::prop_assert_eq!((since.base_cues, since.base_words), (old.layout.cues.len(), words.len()));
+            let shown = |v: &View, k: usize| {
+                let c = &v.layout.cues[k];
+                (c.start, c.end, c.lines.clone(), c.words.clone(), v.warnings[k].clone())
+            };
+            for k in 0..since.from {
+                proptest::prop_assert_eq!(shown(&built, k), shown(&old, k));
+            }
+            let tail = old.layout.cues.len() - since.from - since.remove;
+            for k in 0..tail {
+                let (a, b) = (built.layout.cues.len() - 1 - k, old.layout.cues.len() - 1 - k);
+                proptest::prop_assert_eq!(shown(&built, a), shown(&old, b));
+            }
             proptest::prop_assert_eq!(&built.warnings, &fresh.warnings);
             proptest::prop_assert_eq!(&built.counts, &fresh.counts);
             proptest::prop_assert_eq!((built.errors, built.warning_count), (fresh.errors, fresh.warning_count));
