@@ -1,12 +1,13 @@
 //! Fuzz target `layout`: structured words and settings within the contract's ranges; the layout
 //! must not panic and must keep every invariant (nothing lost, hard limits, sorted frame-exact cues
-//! at least N frames apart, determinism).
+//! at least N frames apart, determinism), and a kept layout brought up to date after an edit
+//! (`Layout::update`) must equal a fresh layout of the edited words.
 #![no_main]
 
 use arbitrary::Arbitrary;
 use cuecraft_engine::{
-    layout, Break, ContentProfile, Cue, ForbiddenRule, FrameRate, Millis, Settings, SubtitleMode,
-    Word,
+    layout, Break, ContentProfile, Cue, ForbiddenRule, FrameRate, Layout, Millis, Settings,
+    SubtitleMode, Word,
 };
 use libfuzzer_sys::fuzz_target;
 use unicode_segmentation::UnicodeSegmentation;
@@ -28,6 +29,10 @@ struct Input {
     shift: i16,
     forbidden: Vec<(String, String)>,
     rate: u8,
+    /// An edit: at this word, remove this many and insert these.
+    edit_at: u16,
+    edit_remove: u8,
+    edit_insert: Vec<RawIn>,
 }
 
 #[derive(Debug, Arbitrary)]
@@ -88,9 +93,11 @@ fn check(words: &[Word], s: &Settings, fr: FrameRate, cues: &[Cue]) {
     sorted.sort_by_key(|w| w.start);
     if cues.is_empty() {
         // Control characters and whitespace alone are not visible text.
-        let visible = words
-            .iter()
-            .any(|w| w.text.chars().any(|c| !c.is_whitespace() && !c.is_control()));
+        let visible = words.iter().any(|w| {
+            w.text
+                .chars()
+                .any(|c| !c.is_whitespace() && !c.is_control())
+        });
         assert!(
             !visible || !s.forbidden_characters.is_empty(),
             "visible words but no cues"
@@ -147,28 +154,25 @@ fn check(words: &[Word], s: &Settings, fr: FrameRate, cues: &[Cue]) {
     }
 }
 
+fn word(w: &RawIn) -> Word {
+    let start = i64::from(w.start % 400_000_000);
+    let mut word = Word::new(
+        w.text.clone(),
+        Millis(start),
+        Millis(start + i64::from(w.len)),
+        u32::from(w.speaker % 4),
+    );
+    word.break_after = match w.brk % 8 {
+        0 => Some(Break::Line),
+        1 => Some(Break::Cue),
+        2 => Some(Break::Join),
+        _ => None,
+    };
+    word
+}
+
 fuzz_target!(|input: Input| {
-    let words: Vec<Word> = input
-        .words
-        .iter()
-        .take(2000)
-        .map(|w| {
-            let start = i64::from(w.start % 400_000_000);
-            let mut word = Word::new(
-                w.text.clone(),
-                Millis(start),
-                Millis(start + i64::from(w.len)),
-                u32::from(w.speaker % 4),
-            );
-            word.break_after = match w.brk % 8 {
-                0 => Some(Break::Line),
-                1 => Some(Break::Cue),
-                2 => Some(Break::Join),
-                _ => None,
-            };
-            word
-        })
-        .collect();
+    let words: Vec<Word> = input.words.iter().take(2000).map(word).collect();
     let s = settings(&input);
     let fr = match input.rate % 5 {
         0 => FrameRate::FPS_25,
@@ -186,4 +190,21 @@ fuzz_target!(|input: Input| {
     let cues = layout(&words, &s, fr);
     check(&words, &s, fr, &cues);
     assert_eq!(cues, layout(&words, &s, fr), "not deterministic");
+    // An edit: the kept layout brought up to date equals a fresh one.
+    let mut kept = Layout::new(&words, &s, fr);
+    assert_eq!(kept.cues, cues, "Layout::new differs from layout");
+    let at = usize::from(input.edit_at).min(words.len());
+    let remove = usize::from(input.edit_remove).min(words.len() - at);
+    let mut edited = words.clone();
+    edited.splice(
+        at..at + remove,
+        input.edit_insert.iter().take(200).map(word),
+    );
+    let changed = kept.update(&words, &edited, &s, fr);
+    assert_eq!(
+        kept.cues,
+        layout(&edited, &s, fr),
+        "update differs from layout"
+    );
+    assert!(changed.from + changed.inserted <= kept.cues.len());
 });
