@@ -1053,27 +1053,31 @@ mod tests {
         assert_eq!(texts(&cues)[0], "We walked to the station in the rain");
     }
 
+    /// Words of the random transcripts: punctuated, short and long, three scripts.
+    const VOCAB: [&str; 19] = [
+        "the",
+        "and",
+        "river",
+        "valley,",
+        "moved.",
+        "quickly?",
+        "I",
+        "of",
+        "station",
+        "yes!",
+        "workshop",
+        "a",
+        "sediment;",
+        "ten",
+        "thousand",
+        "years.",
+        "électricité",
+        "東京で",
+        "counterrevolutionaries",
+    ];
+
     /// `n` words of a random transcript (some unpunctuated, some with breaks, three speakers).
     fn random_words(rng: &mut Rng, n: usize, unpunctuated: bool) -> Vec<Word> {
-        const VOCAB: [&str; 17] = [
-            "the",
-            "and",
-            "river",
-            "valley,",
-            "moved.",
-            "quickly?",
-            "I",
-            "of",
-            "station",
-            "yes!",
-            "workshop",
-            "a",
-            "thousand",
-            "years.",
-            "électricité",
-            "東京で",
-            "counterrevolutionaries",
-        ];
         let mut t = 0i64;
         (0..n)
             .map(|_| {
@@ -1291,8 +1295,9 @@ mod tests {
         let changed = laid.update(&words, &edited, &settings, fr);
         assert_eq!(laid.cues, layout(&edited, &settings, fr));
         assert_eq!(laid.relaid, 1);
-        // Only the cue with the word (and any its new full stop moved) is reported.
-        assert!(changed.removed <= 3 && changed.inserted <= 3, "{changed:?}");
+        // Only the cue with the word and the few its new full stop cut again are reported, not
+        // the hundreds of its chunk.
+        assert!(changed.removed <= 8 && changed.inserted <= 8, "{changed:?}");
         assert_eq!(before[..changed.from], laid.cues[..changed.from]);
         // A word inserted: its chunk and the next, whose lookahead read one word less.
         let mut longer = edited.clone();
@@ -1305,24 +1310,6 @@ mod tests {
 
     #[test]
     fn the_fast_walk_chooses_the_cues_the_general_walk_chooses() {
-        const VOCAB: [&str; 16] = [
-            "the",
-            "and",
-            "river",
-            "valley,",
-            "moved.",
-            "quickly?",
-            "I",
-            "of",
-            "station",
-            "yes!",
-            "workshop",
-            "a",
-            "sediment;",
-            "ten",
-            "thousand",
-            "years.",
-        ];
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         for case in 0..4000 {
             let n = 1 + rng.below(160) as usize;
