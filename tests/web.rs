@@ -1137,11 +1137,18 @@ fn an_edit_answers_only_the_cues_it_changed_and_the_patch_gives_the_whole_list()
         // Longer than the layout's hard pause: every sentence is a cue of its own.
         t += 2500;
     }
+    // The words in one page of the store (`word_pages`: the list's objects joined by commas).
+    let count = words.len();
+    let list = Value::Array(words).to_string();
+    let original =
+        format!("SELECT id FROM transcripts WHERE job_id = '{id}' AND kind = 'original'");
     sql(
         &server,
         &format!(
-            "UPDATE transcripts SET words = '{}' WHERE job_id = '{id}' AND kind = 'original'",
-            Value::Array(words)
+            "DELETE FROM word_pages WHERE transcript_id IN ({original});
+             INSERT INTO word_pages (transcript_id, page, n, words)
+             SELECT id, 0, {count}, '{}' FROM transcripts WHERE id IN ({original})",
+            &list[1..list.len() - 1]
         ),
     );
     let web = Web::sign_in(&server, &org.owner);

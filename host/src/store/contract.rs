@@ -101,3 +101,283 @@ pub fn idempotency(s: &dyn Store) {
     let in_flight = claims.iter().filter(|c| **c == KeyClaim::InFlight).count();
     assert_eq!((new, in_flight), (1, 15), "{claims:?}");
 }
+
+/// A word of the splice check: text with the characters a stored list must keep exactly (a
+/// separator, quotes, braces, an escape, non-ASCII), a line or cue break now and then.
+fn page_word(k: u64) -> cuecraft_engine::Word {
+    use cuecraft_engine::{Break, Millis, Word};
+    let mut w = Word::new(
+        format!("w{k},\"{{}}\\é"),
+        Millis(k as i64 * 10),
+        Millis(k as i64 * 10 + 5),
+        (k % 3) as u32,
+    );
+    w.break_after = match k % 7 {
+        0 => Some(Break::Line),
+        3 => Some(Break::Cue),
+        _ => None,
+    };
+    w
+}
+
+/// The editor's saves as splices on a store that cuts words into pages of about `target` words
+/// (its geometry, `store::pages`): many random splices (inserts, removes, replacements, at page
+/// edges, growing a page past twice `target`, emptying pages and the whole list), and after each
+/// every reader (`transcript_words`, `original_words`, `clean_source`) gives exactly
+/// `words::encode` of the expected words, at the expected revision. A stale revision writes
+/// nothing (words, revision, history, settings); a splice outside the words fails and writes
+/// nothing; the settings of an edit are stored with it. Lists written whole (the clean version,
+/// a translation) read back byte for byte.
+pub fn word_pages(s: &dyn Store, target: usize) {
+    use super::{Formatted, Recognized, Saved, WordsEdit};
+    use crate::words::encode;
+
+    s.create_org_with_owner(&NewOrgOwner {
+        org_id: "pages-o",
+        org_name: "Org",
+        max_bytes: 1 << 30,
+        max_seconds: 36000.0,
+        member_id: "pages-m",
+        email: "p@example.com",
+        key_id: "pages-k",
+        key_hash: b"pages-hash",
+        now: 0,
+    })
+    .expect("org");
+    let mut new_job = job("pages-j");
+    new_job.org_id = "pages-o".into();
+    new_job.owner_member_id = "pages-m".into();
+    new_job.api_key_id = "pages-k".into();
+    s.insert_job(&new_job).expect("job");
+    assert!(s.start_transcribing("pages-j", 1).expect("transcribing"));
+    let mut words: Vec<cuecraft_engine::Word> = (0..5 * target as u64 + 3).map(page_word).collect();
+    let recognised = encode(&words);
+    s.store_original(
+        "pages-j",
+        &Recognized {
+            transcript_id: "pages-t".into(),
+            language: "en".into(),
+            words: recognised.clone(),
+            measured_seconds: 1.0,
+            frame_num: 25,
+            frame_den: 1,
+        },
+        2,
+    )
+    .expect("original");
+    s.finish_formatting(
+        "pages-j",
+        &Formatted {
+            clean_id: "pages-c".into(),
+            clean_label: "Clean".into(),
+            language: "en".into(),
+            highlights: None,
+            chapters: None,
+        },
+        -1,
+        3,
+    )
+    .expect("formatting");
+
+    let read = |s: &dyn Store| {
+        let stored = s
+            .transcript_words("pages-j", Some("pages-t"))
+            .expect("read")
+            .expect("ready");
+        let (_, original) = s
+            .original_words("pages-j")
+            .expect("read")
+            .expect("original");
+        let clean = s.clean_source("pages-j").expect("read").expect("clean");
+        assert_eq!(original, stored.words, "original_words");
+        assert_eq!(clean.words, stored.words, "clean_source");
+        (stored.revision, stored.words)
+    };
+    assert_eq!(read(s), (0, recognised.clone()));
+
+    // A small deterministic generator (xorshift), so a failure names a step that repeats.
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        if n == 0 {
+            0
+        } else {
+            (state % n as u64) as usize
+        }
+    };
+    let mut fresh = 1_000_000u64;
+    let mut revision = 0i64;
+    let mut now = 10i64;
+    for step in 0..120 {
+        let len = words.len();
+        // Where: anywhere, at a page edge (a multiple of `target`, give or take one), either end.
+        let from = match next(4) {
+            0 => next(len + 1),
+            1 => ((next(len / target.max(1) + 1) * target) + next(3)).saturating_sub(1),
+            2 => 0,
+            _ => len,
+        }
+        .min(len);
+        let room = len - from;
+        // What: a few words, about a page, or everything after `from`; inserts of up to three
+        // pages grow a page past twice `target` at once.
+        let remove = match next(6) {
+            0 | 1 => next(3.min(room) + 1),
+            2 => next(room.min(2 * target) + 1),
+            3 => room,
+            _ => 0,
+        }
+        .min(room);
+        let insert = match next(5) {
+            0 => 0,
+            1 | 2 => next(3) + 1,
+            3 => next(target + 1),
+            _ => next(3 * target) + 1,
+        };
+        let inserted: Vec<_> = (fresh..fresh + insert as u64).map(page_word).collect();
+        fresh += insert as u64;
+        let text = encode(&inserted);
+        let change = format!("{{\"from\":{from},\"remove\":{remove},\"insert\":{text}}}");
+        now += 1;
+        let edit = WordsEdit {
+            job_id: "pages-j",
+            transcript_id: "pages-t",
+            expected: revision,
+            from,
+            remove,
+            insert: &text,
+            change: &change,
+            member_id: "pages-m",
+            note: "splice",
+            settings: None,
+            now,
+        };
+        if step % 9 == 4 {
+            // Stale: someone saved first. Nothing is written, the settings included.
+            let history = s.revisions("pages-t").expect("history").len();
+            let settings = s.job("pages-j").expect("job").expect("found").settings;
+            let stale = WordsEdit {
+                expected: revision - 1,
+                settings: Some("{\"stale\":true}"),
+                ..edit.clone()
+            };
+            assert_eq!(
+                s.save_words(&stale).expect("save"),
+                Saved::Conflict(revision)
+            );
+            assert_eq!(read(s), (revision, encode(&words)), "step {step}: stale");
+            assert_eq!(s.revisions("pages-t").expect("history").len(), history);
+            let job = s.job("pages-j").expect("job").expect("found");
+            assert_eq!(job.settings, settings, "step {step}: stale settings");
+        }
+        assert_eq!(
+            s.save_words(&edit).expect("save"),
+            Saved::Revision(revision + 1),
+            "step {step}: {from} {remove} {insert} of {len}"
+        );
+        revision += 1;
+        words.splice(from..from + remove, inserted);
+        assert_eq!(
+            read(s),
+            (revision, encode(&words)),
+            "step {step}: {from} {remove} {insert} of {len}"
+        );
+    }
+    // The history: revision 0 is the list as recognised, whole.
+    let entries = s.revision_entries("pages-t", 1).expect("history");
+    assert_eq!(entries.first(), Some(&recognised));
+
+    // A splice past the end fails and writes nothing.
+    let len = words.len();
+    let out = WordsEdit {
+        job_id: "pages-j",
+        transcript_id: "pages-t",
+        expected: revision,
+        from: len,
+        remove: 1,
+        insert: "[]",
+        change: "{}",
+        member_id: "pages-m",
+        note: "out of range",
+        settings: Some("{\"out\":true}"),
+        now: now + 1,
+    };
+    assert!(s.save_words(&out).is_err());
+    assert_eq!(read(s), (revision, encode(&words)));
+    assert_ne!(
+        s.job("pages-j").expect("job").expect("found").settings,
+        "{\"out\":true}"
+    );
+
+    // A settings change: the words stay, the settings and the revision move together.
+    let before = s.job("pages-j").expect("job").expect("found");
+    let settings = WordsEdit {
+        from: 0,
+        remove: 0,
+        insert: "[]",
+        settings: Some("{\"maxCharsPerLine\":30}"),
+        note: "settings",
+        now: before.updated_at,
+        ..out
+    };
+    assert_eq!(
+        s.save_words(&settings).expect("save"),
+        Saved::Revision(revision + 1)
+    );
+    let after = s.job("pages-j").expect("job").expect("found");
+    assert_eq!(after.settings, "{\"maxCharsPerLine\":30}");
+    assert!(after.updated_at > before.updated_at);
+    assert_eq!(read(s), (revision + 1, encode(&words)));
+
+    // Emptied, and filled again.
+    let all = WordsEdit {
+        expected: revision + 1,
+        from: 0,
+        remove: words.len(),
+        insert: "[]",
+        settings: None,
+        ..settings.clone()
+    };
+    assert_eq!(
+        s.save_words(&all).expect("save"),
+        Saved::Revision(revision + 2)
+    );
+    assert_eq!(read(s), (revision + 2, "[]".to_string()));
+    let refill: Vec<_> = (0..3 * target as u64).map(page_word).collect();
+    let text = encode(&refill);
+    let again = WordsEdit {
+        expected: revision + 2,
+        insert: &text,
+        remove: 0,
+        ..all
+    };
+    assert_eq!(
+        s.save_words(&again).expect("save"),
+        Saved::Revision(revision + 3)
+    );
+    assert_eq!(read(s), (revision + 3, text));
+
+    // Lists written whole read back byte for byte: the clean version, a translation (and an
+    // empty one).
+    let clean: Vec<_> = (0..2 * target as u64 + 1).map(page_word).collect();
+    s.finish_clean("pages-c", &encode(&clean), -1)
+        .expect("clean");
+    let stored = s
+        .transcript_words("pages-j", Some("pages-c"))
+        .expect("read")
+        .expect("ready");
+    assert_eq!(stored.words, encode(&clean));
+    for n in [0, 1, target * 4 + 1] {
+        let list: Vec<_> = (0..n as u64).map(page_word).collect();
+        let id = s
+            .add_translation("pages-j", "de", "Deutsch", &encode(&list), now + 10)
+            .expect("translation");
+        let stored = s
+            .transcript_words("pages-j", Some(&id))
+            .expect("read")
+            .expect("ready");
+        assert_eq!(stored.words, encode(&list));
+    }
+}

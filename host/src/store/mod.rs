@@ -24,6 +24,7 @@
 
 #[cfg(test)]
 pub mod contract;
+pub mod pages;
 pub mod postgres;
 pub mod sqlite;
 
@@ -398,19 +399,26 @@ pub enum Saved {
     Conflict(i64),
 }
 
-/// One save of the editor, for [`Store::save_words`].
+/// One save of the editor, for [`Store::save_words`]: the words `from..from + remove` replaced by
+/// `insert`.
 #[derive(Debug, Clone)]
 pub struct WordsEdit<'a> {
     pub job_id: &'a str,
     pub transcript_id: &'a str,
     /// The revision the editor started from.
     pub expected: i64,
-    /// The new words, encoded.
-    pub words: &'a str,
+    /// The first word replaced.
+    pub from: usize,
+    /// How many words are replaced.
+    pub remove: usize,
+    /// The words put in their place, encoded as a list (`crate::words::encode`).
+    pub insert: &'a str,
     /// The history entry: what changed.
     pub change: &'a str,
     pub member_id: &'a str,
     pub note: &'a str,
+    /// The job's new settings JSON, stored with the edit (a change of the layout settings).
+    pub settings: Option<&'a str>,
     pub now: i64,
 }
 
@@ -706,9 +714,12 @@ pub trait Store: Send + Sync {
     fn folders(&self, viewer: &Member) -> StoreResult<Vec<(String, String)>>;
     /// The job when `viewer` may see it.
     fn visible_job(&self, viewer: &Member, id: &str) -> StoreResult<Option<JobRow>>;
-    /// Stores an edit (compare-and-swap on the revision), in one transaction: bumps the revision,
+    /// Stores an edit (compare-and-swap on the revision), in one transaction: splices the words
+    /// (rewriting only the pages of words it touches, `store::pages`), bumps the revision,
     /// appends the history entry (recording the words as recognised as revision 0 before the
-    /// first edit), and moves the job's `updatedAt` forward by at least one millisecond.
+    /// first edit), stores the job's new settings when the edit has them, and moves the job's
+    /// `updatedAt` forward by at least one millisecond. A stale revision writes nothing
+    /// ([`Saved::Conflict`]); a splice outside the words fails and writes nothing.
     fn save_words(&self, edit: &WordsEdit<'_>) -> StoreResult<Saved>;
     /// The revision history of a transcript, newest first (500 at most).
     fn revisions(&self, transcript_id: &str) -> StoreResult<Vec<RevisionRow>>;

@@ -4,8 +4,8 @@
 //!
 //! A ready transcript's words at a revision never change (an edit saves a new revision; a re-run
 //! of recognition replaces an unedited original by a new transcript id), so `(transcript id,
-//! revision)` names one word list for good. Kept with it: the stored text with each word's offset
-//! (an edit splices it, [`crate::words::splice_encoded`]) and the last view laid out from it (an
+//! revision)` names one word list for good (an edit sends the store only the words it changed,
+//! which rewrites only their pages). Kept with it: the last view laid out from it (an
 //! [`cuecraft_engine::Layout`] with its cues, their signals, the original's text beside them) with
 //! what that view was laid out under. An edit takes that view, brings its layout up to date (only
 //! the chunks around the changed words are laid out again), checks the cues that changed and
@@ -16,15 +16,12 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use cuecraft_engine::{Layout, Word};
 use serde_json::Value;
 
-/// Transcripts kept (each a 10-hour transcript's words, stored text and cues: about 25 MB).
+/// Transcripts kept (each a 10-hour transcript's words and cues: about 20 MB).
 const CAPACITY: usize = 4;
 
-/// A transcript's words at one revision, with their stored text.
+/// A transcript's words at one revision.
 pub struct Stored {
     pub words: Vec<Word>,
-    pub encoded: String,
-    /// Byte offset of each word's object in `encoded`.
-    pub offsets: Vec<usize>,
 }
 
 /// What a view was laid out under: the job's stored settings, its frame rate, and (beside a clean

@@ -22,7 +22,7 @@ use crate::http::{App, Body};
 use crate::media::{MediaStore, Object};
 use crate::store::{JobRow, Member, Saved};
 use crate::util::{is_id, now_ms, rfc3339};
-use crate::words::{decode, encode, encode_indexed, splice_encoded};
+use crate::words::{decode, encode};
 
 use super::cache::{self, Since, Stored, View, ViewKey};
 
@@ -180,13 +180,7 @@ fn load_stored(
         .ok_or(WebError::NotFound)?;
     let words = decode(&stored.words)
         .ok_or_else(|| WebError::Internal(format!("words of {}", stored.transcript_id)))?;
-    // Encoded again rather than kept as read: splices need this server's own encoding.
-    let (encoded, offsets) = encode_indexed(&words);
-    let kept = Arc::new(Stored {
-        words,
-        encoded,
-        offsets,
-    });
+    let kept = Arc::new(Stored { words });
     cache::keep(&stored.transcript_id, stored.revision, kept.clone(), None);
     Ok((stored.transcript_id, stored.revision, kept))
 }
@@ -1023,11 +1017,8 @@ fn save(
     check: impl FnOnce(&View) -> Result<(), WebError>,
 ) -> Result<Vec<u8>, WebError> {
     let (from, remove, insert) = splice_range(&stored.words, &words);
-    let inserted = &words[from..from + insert];
-    let (encoded, offsets) =
-        splice_encoded(&stored.encoded, &stored.offsets, from, remove, inserted)
-            .ok_or_else(|| WebError::Internal("stored word offsets".into()))?;
-    let change = splice_json(from, remove, inserted);
+    let inserted = encode(&words[from..from + insert]);
+    let change = splice_json(from, remove, &inserted);
     let settings = job_settings(job).map_err(|e| WebError::Internal(e.message()))?;
     let key = view_key(c, job, transcript_id)?;
     let source = source_cues(c, job, &key, &settings)?;
@@ -1064,10 +1055,13 @@ fn save(
         job_id: &job.id,
         transcript_id,
         expected,
-        words: &encoded,
+        from,
+        remove,
+        insert: &inserted,
         change: &change,
         member_id: &member.id,
         note,
+        settings: None,
         now: now_ms(),
     });
     let revision = match saved {
@@ -1081,11 +1075,7 @@ fn save(
     };
     let notice = held_end(body, &view, &settings, fr);
     let job = c.job(&job.id)?.ok_or(WebError::NotFound)?;
-    let kept = Arc::new(Stored {
-        words,
-        encoded,
-        offsets,
-    });
+    let kept = Arc::new(Stored { words });
     // The words just saved and their view are kept: no second read, decode or layout.
     cache::keep(transcript_id, revision, kept.clone(), Some(Arc::new(view)));
     let patch = body.get("answer").and_then(Value::as_str) == Some("patch");
@@ -1491,21 +1481,24 @@ pub async fn settings(
             "from": 0, "remove": 0, "insert": [],
             "settings": new_json, "before": old_json,
         });
+        // The words stay; the settings are stored in the edit's transaction.
         let saved = c.save_words(&crate::store::WordsEdit {
             job_id: &jid,
             transcript_id: &tid,
             expected,
-            words: &stored.encoded,
+            from: 0,
+            remove: 0,
+            insert: "[]",
             change: &change.to_string(),
             member_id: &session.member.id,
             note: &format!("Layout settings: {}", changed.join(", ")),
+            settings: Some(&new_json.to_string()),
             now: now_ms(),
         })?;
         let new_revision = match saved {
             Saved::Revision(r) => r,
             Saved::Conflict(r) => return Err(WebError::Conflict(r)),
         };
-        c.set_job_settings(&jid, &new_json.to_string(), now_ms())?;
         let job = c.job(&jid)?.ok_or(WebError::NotFound)?;
         editor_json(
             &app2,
@@ -1720,18 +1713,15 @@ pub fn splice_range(old: &[Word], new: &[Word]) -> (usize, usize, usize) {
 
 /// A history entry: `{"from":i,"remove":n,"insert":[stored words]}`, so an entry of a 10-hour
 /// transcript is the size of the edit, not 5 MB.
-fn splice_json(from: usize, remove: usize, insert: &[Word]) -> String {
-    format!(
-        "{{\"from\":{from},\"remove\":{remove},\"insert\":{}}}",
-        encode(insert)
-    )
+fn splice_json(from: usize, remove: usize, insert: &str) -> String {
+    format!("{{\"from\":{from},\"remove\":{remove},\"insert\":{insert}}}")
 }
 
 /// The change from `old` to `new` as one splice, for the revision history.
 #[cfg(test)]
 pub fn splice_diff(old: &[Word], new: &[Word]) -> String {
     let (from, remove, insert) = splice_range(old, new);
-    splice_json(from, remove, &new[from..from + insert])
+    splice_json(from, remove, &encode(&new[from..from + insert]))
 }
 
 /// The job's settings in force after the first `n` history entries of `entries` (all of a

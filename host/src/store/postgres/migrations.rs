@@ -204,6 +204,22 @@ pub const MAIN: &[&str] = &[
         PRIMARY KEY (org_id, key)
     );
     CREATE INDEX idempotency_keys_created ON idempotency_keys(created_at);",
+    // 3: a transcript's words in pages (`store::pages`; the SQLite store's migration 6). The
+    // lists move into pages of 1,000 words: `json_array_elements` of a `json` value gives each
+    // element's text exactly as stored, so the pages join back to the same bytes.
+    "CREATE TABLE word_pages (
+        transcript_id TEXT NOT NULL REFERENCES transcripts(id) ON DELETE CASCADE,
+        page BIGINT NOT NULL,
+        n BIGINT NOT NULL,
+        words TEXT NOT NULL,
+        PRIMARY KEY (transcript_id, page)
+    );
+    INSERT INTO word_pages (transcript_id, page, n, words)
+    SELECT t.id, ((e.k - 1) / 1000) * 4294967296, count(*), string_agg(e.v::TEXT, ',' ORDER BY e.k)
+    FROM transcripts t, json_array_elements(t.words::JSON) WITH ORDINALITY AS e(v, k)
+    WHERE t.words IS NOT NULL
+    GROUP BY t.id, (e.k - 1) / 1000;
+    ALTER TABLE transcripts DROP COLUMN words;",
 ];
 
 /// Migrations of the ledger's schema `billing`, in order.
@@ -223,7 +239,11 @@ pub const BILLING: &[&str] = &[
 ];
 
 /// Applies the migrations not yet recorded in `schema.migrations`, each in one transaction.
-fn apply(client: &mut Client, schema: &str, migrations: &[&str]) -> Result<u32, postgres::Error> {
+pub(crate) fn apply(
+    client: &mut Client,
+    schema: &str,
+    migrations: &[&str],
+) -> Result<u32, postgres::Error> {
     client.batch_execute(&format!(
         "CREATE SCHEMA IF NOT EXISTS {schema};
          CREATE TABLE IF NOT EXISTS {schema}.migrations (

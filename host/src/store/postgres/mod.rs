@@ -14,6 +14,7 @@
 
 pub mod ledger;
 pub mod migrations;
+pub mod pages;
 pub mod pool;
 pub mod queue;
 mod store;
@@ -72,6 +73,8 @@ pub struct PostgresStore {
     main: Arc<Pool>,
     billing: Pool,
     wake: Arc<PgWake>,
+    /// How transcripts' words are cut into pages (tests make them small).
+    pub(crate) pages: crate::store::pages::Geometry,
 }
 
 /// The wake-up of a Postgres store: the process's [`LocalWake`], notified by a thread listening
@@ -143,6 +146,7 @@ impl PostgresStore {
             }),
             main,
             billing,
+            pages: crate::store::pages::Geometry::DEFAULT,
         })
     }
 

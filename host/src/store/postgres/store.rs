@@ -11,7 +11,7 @@ use postgres::types::ToSql;
 use postgres::{GenericClient, Row};
 
 use super::pool::Conn;
-use super::{ledger, queue, PgError, PostgresStore};
+use super::{ledger, pages, queue, PgError, PostgresStore};
 use crate::store::{
     is_token, new_token, Caller, CleanSource, Cursor, Formatted, JobRow, KeyClaim, Member, NewJob,
     NewOrgOwner, ProjectQuery, ProjectRow, Recognized, RevisionRow, Saved, Session, Sort, Store,
@@ -32,7 +32,7 @@ impl From<PgError> for StoreError {
 /// A Postgres error as the trait's error: integrity violations are conflicts; lock and statement
 /// timeouts, serialization failures, deadlocks, a server shutting down or refusing connections,
 /// and a lost connection are "unavailable" (try again); the rest is a bug.
-fn from_pg(e: postgres::Error) -> StoreError {
+pub(super) fn from_pg(e: postgres::Error) -> StoreError {
     let Some(db) = e.as_db_error() else {
         return StoreError::Unavailable(e.to_string());
     };
@@ -48,6 +48,19 @@ fn from_pg(e: postgres::Error) -> StoreError {
     } else {
         StoreError::Other(e.to_string())
     }
+}
+
+/// The stored list of the transcript whose id is `$t` (a column or parameter of the query) as one
+/// text: its pages' texts in key order inside `[` `]` (`[]` when it has none), assembled in the
+/// statement that reads the transcript, so both are of one snapshot.
+macro_rules! words_of {
+    ($t:literal) => {
+        concat!(
+            "'[' || COALESCE((SELECT string_agg(p.words, ',' ORDER BY p.page) FROM word_pages p WHERE p.transcript_id = ",
+            $t,
+            "), '') || ']'"
+        )
+    };
 }
 
 impl PostgresStore {
@@ -716,14 +729,22 @@ impl Store for PostgresStore {
             let row = match transcript_id {
                 None => query_opt(
                     c,
-                    "SELECT id, revision, COALESCE(words, '[]') FROM transcripts
-                     WHERE job_id = $1 AND status = 'ready' AND kind = 'original'",
+                    concat!(
+                        "SELECT t.id, t.revision, ",
+                        words_of!("t.id"),
+                        " FROM transcripts t
+                         WHERE t.job_id = $1 AND t.status = 'ready' AND t.kind = 'original'"
+                    ),
                     &[&job_id],
                 )?,
                 Some(t) => query_opt(
                     c,
-                    "SELECT id, revision, COALESCE(words, '[]') FROM transcripts
-                     WHERE job_id = $1 AND status = 'ready' AND id = $2",
+                    concat!(
+                        "SELECT t.id, t.revision, ",
+                        words_of!("t.id"),
+                        " FROM transcripts t
+                         WHERE t.job_id = $1 AND t.status = 'ready' AND t.id = $2"
+                    ),
                     &[&job_id, &t],
                 )?,
             };
@@ -809,19 +830,25 @@ impl Store for PostgresStore {
     }
 
     fn store_original(&self, job_id: &str, r: &Recognized, now: i64) -> StoreResult<()> {
-        self.main(|c| {
-            let mut tx = c.client.transaction()?;
+        self.main_store(|c| {
+            let mut tx = c.client.transaction().map_err(err)?;
             // A transcript an editor has changed (revision > 0) is kept.
             tx.execute(
                 "DELETE FROM transcripts WHERE job_id = $1 AND kind = 'original' AND revision = 0",
                 &[&job_id],
-            )?;
-            tx.execute(
-                "INSERT INTO transcripts (id, job_id, seq, language, kind, label, status, words, created_at)
-                 VALUES ($1, $2, 1, $3, 'original', NULL, 'ready', $4, $5)
-                 ON CONFLICT DO NOTHING",
-                &[&r.transcript_id, &job_id, &r.language, &r.words, &now],
-            )?;
+            )
+            .map_err(err)?;
+            let added = tx
+                .execute(
+                    "INSERT INTO transcripts (id, job_id, seq, language, kind, label, status, created_at)
+                     VALUES ($1, $2, 1, $3, 'original', NULL, 'ready', $4)
+                     ON CONFLICT DO NOTHING",
+                    &[&r.transcript_id, &job_id, &r.language, &now],
+                )
+                .map_err(err)?;
+            if added == 1 {
+                pages::replace_words(&mut tx, &r.transcript_id, &r.words, self.pages)?;
+            }
             tx.execute(
                 "UPDATE jobs SET status = 'formatting', language = $1, measured_seconds = $2,
                     frame_num = $3, frame_den = $4, updated_at = $5
@@ -834,8 +861,9 @@ impl Store for PostgresStore {
                     &now,
                     &job_id,
                 ],
-            )?;
-            tx.commit()
+            )
+            .map_err(err)?;
+            tx.commit().map_err(err)
         })
     }
 
@@ -843,8 +871,11 @@ impl Store for PostgresStore {
         self.main(|c| {
             Ok(query_opt(
                 c,
-                "SELECT language, COALESCE(words, '') FROM transcripts
-                 WHERE job_id = $1 AND kind = 'original'",
+                concat!(
+                    "SELECT t.language, ",
+                    words_of!("t.id"),
+                    " FROM transcripts t WHERE t.job_id = $1 AND t.kind = 'original'"
+                ),
                 &[&job_id],
             )?
             .map(|r| (r.get(0), r.get(1))))
@@ -881,9 +912,12 @@ impl Store for PostgresStore {
         self.main(|c| {
             Ok(query_opt(
                 c,
-                "SELECT t.id, t.status, o.language, COALESCE(o.words, '[]')
-                 FROM transcripts t JOIN transcripts o ON o.job_id = t.job_id AND o.kind = 'original'
-                 WHERE t.job_id = $1 AND t.kind = 'clean'",
+                concat!(
+                    "SELECT t.id, t.status, o.language, ",
+                    words_of!("o.id"),
+                    " FROM transcripts t JOIN transcripts o ON o.job_id = t.job_id AND o.kind = 'original'
+                     WHERE t.job_id = $1 AND t.kind = 'clean'"
+                ),
                 &[&job_id],
             )?
             .map(|r| CleanSource {
@@ -907,14 +941,19 @@ impl Store for PostgresStore {
     }
 
     fn finish_clean(&self, transcript_id: &str, words: &str, seq: i64) -> StoreResult<()> {
-        self.main(|c| {
-            let mut tx = c.client.transaction()?;
-            tx.execute(
-                "UPDATE transcripts SET status = 'ready', words = $1 WHERE id = $2",
-                &[&words, &transcript_id],
-            )?;
-            queue::finish(&mut tx, seq)?;
-            tx.commit()
+        self.main_store(|c| {
+            let mut tx = c.client.transaction().map_err(err)?;
+            let updated = tx
+                .execute(
+                    "UPDATE transcripts SET status = 'ready' WHERE id = $1",
+                    &[&transcript_id],
+                )
+                .map_err(err)?;
+            if updated == 1 {
+                pages::replace_words(&mut tx, transcript_id, words, self.pages)?;
+            }
+            queue::finish(&mut tx, seq).map_err(err)?;
+            tx.commit().map_err(err)
         })
     }
 
@@ -1260,15 +1299,16 @@ impl Store for PostgresStore {
     }
 
     fn save_words(&self, e: &WordsEdit<'_>) -> StoreResult<Saved> {
-        self.main(|c| {
-            let mut tx = c.client.transaction()?;
+        self.main_store(|c| {
+            let mut tx = c.client.transaction().map_err(err)?;
             // FOR UPDATE: two saves of one revision from two processes are serialised here, and
             // the second sees the first's revision (a conflict), as SQLite's write lock gives.
             let current: Option<i64> = tx
                 .query_opt(
                     "SELECT revision FROM transcripts WHERE id = $1 AND job_id = $2 FOR UPDATE",
                     &[&e.transcript_id, &e.job_id],
-                )?
+                )
+                .map_err(err)?
                 .map(|r| r.get(0));
             let Some(revision) = current else {
                 return Ok(Saved::Conflict(-1));
@@ -1278,18 +1318,29 @@ impl Store for PostgresStore {
             }
             if revision == 0 {
                 tx.execute(
-                    "INSERT INTO revisions (transcript_id, revision, words, member_id, note, created_at)
-                     SELECT id, 0, COALESCE(words, '[]'), NULL, 'As recognised', $2
-                     FROM transcripts WHERE id = $1
-                     ON CONFLICT DO NOTHING",
+                    concat!(
+                        "INSERT INTO revisions (transcript_id, revision, words, member_id, note, created_at)
+                         SELECT t.id, 0, ",
+                        words_of!("t.id"),
+                        ", NULL, 'As recognised', $2 FROM transcripts t WHERE t.id = $1
+                         ON CONFLICT DO NOTHING"
+                    ),
                     &[&e.transcript_id, &e.now],
-                )?;
+                )
+                .map_err(err)?;
             }
+            pages::splice_words(
+                &mut tx,
+                e.transcript_id,
+                (e.from, e.remove, e.insert),
+                self.pages,
+            )?;
             let next = revision + 1;
             tx.execute(
-                "UPDATE transcripts SET words = $1, revision = $2 WHERE id = $3 AND revision = $4",
-                &[&e.words, &next, &e.transcript_id, &revision],
-            )?;
+                "UPDATE transcripts SET revision = $1 WHERE id = $2 AND revision = $3",
+                &[&next, &e.transcript_id, &revision],
+            )
+            .map_err(err)?;
             tx.execute(
                 "INSERT INTO revisions (transcript_id, revision, words, member_id, note, created_at)
                  VALUES ($1, $2, $3, $4, $5, $6)",
@@ -1301,12 +1352,21 @@ impl Store for PostgresStore {
                     &e.note,
                     &e.now,
                 ],
-            )?;
-            tx.execute(
-                "UPDATE jobs SET updated_at = GREATEST($1, updated_at + 1) WHERE id = $2",
-                &[&e.now, &e.job_id],
-            )?;
-            tx.commit()?;
+            )
+            .map_err(err)?;
+            match e.settings {
+                Some(settings) => tx.execute(
+                    "UPDATE jobs SET settings = $1, updated_at = GREATEST($2, updated_at + 1)
+                     WHERE id = $3",
+                    &[&settings, &e.now, &e.job_id],
+                ),
+                None => tx.execute(
+                    "UPDATE jobs SET updated_at = GREATEST($1, updated_at + 1) WHERE id = $2",
+                    &[&e.now, &e.job_id],
+                ),
+            }
+            .map_err(err)?;
+            tx.commit().map_err(err)?;
             Ok(Saved::Revision(next))
         })
     }
@@ -1370,21 +1430,25 @@ impl Store for PostgresStore {
         now: i64,
     ) -> StoreResult<String> {
         let id = crate::util::new_id()?;
-        self.main(|c| {
-            let mut tx = c.client.transaction()?;
+        self.main_store(|c| {
+            let mut tx = c.client.transaction().map_err(err)?;
             // The job's row lock orders two translations added at once (seq stays unique).
-            tx.execute("SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE", &[&job_id])?;
+            tx.execute("SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE", &[&job_id])
+                .map_err(err)?;
             tx.execute(
-                "INSERT INTO transcripts (id, job_id, seq, language, kind, label, status, words, created_at)
-                 SELECT $1, $2, COALESCE(MAX(seq), 0) + 1, $3, 'translation', $4, 'ready', $5, $6
+                "INSERT INTO transcripts (id, job_id, seq, language, kind, label, status, created_at)
+                 SELECT $1, $2, COALESCE(MAX(seq), 0) + 1, $3, 'translation', $4, 'ready', $5
                  FROM transcripts WHERE job_id = $2",
-                &[&id, &job_id, &language, &pg_text(label), &words, &now],
-            )?;
+                &[&id, &job_id, &language, &pg_text(label), &now],
+            )
+            .map_err(err)?;
+            pages::replace_words(&mut tx, &id, words, self.pages)?;
             tx.execute(
                 "UPDATE jobs SET updated_at = GREATEST($1, updated_at + 1) WHERE id = $2",
                 &[&now, &job_id],
-            )?;
-            tx.commit()
+            )
+            .map_err(err)?;
+            tx.commit().map_err(err)
         })?;
         Ok(id)
     }

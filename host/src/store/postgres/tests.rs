@@ -557,10 +557,13 @@ fn a_job_goes_through_every_transition_and_the_web_reads_it() {
         job_id: "j1",
         transcript_id: "t1",
         expected,
-        words: "[3]",
+        from: 0,
+        remove: 1,
+        insert: "[3]",
         change: "{}",
         member_id: "m1",
         note: "Edited",
+        settings: None,
         now: 30_000,
     };
     assert_eq!(s.save_words(&edit(0)).expect("save"), Saved::Revision(1));
@@ -750,4 +753,106 @@ fn the_postgres_store_keeps_the_idempotency_contract() {
     let db = fresh();
     let s = store(&db);
     crate::store::contract::idempotency(&s);
+}
+
+#[test]
+fn the_postgres_store_keeps_the_word_pages_contract() {
+    let db = fresh();
+    let s = store(&db);
+    crate::store::contract::word_pages(&s, crate::store::pages::Geometry::DEFAULT.target);
+    // Pages of three words with keys two apart: splits, merges and renumbering all the time.
+    let db = fresh();
+    let mut s = store(&db);
+    s.pages = crate::store::pages::Geometry {
+        target: 3,
+        spacing: 2,
+    };
+    crate::store::contract::word_pages(&s, 3);
+}
+
+#[test]
+fn migration_3_moves_stored_lists_into_pages_byte_for_byte() {
+    // A database of the version before: the lists in `transcripts.words`.
+    let db = cuecraft_pgtest::cluster(|_| Ok(())).fresh_db();
+    let long: Vec<String> = (0..2500)
+        .map(|k| {
+            format!(
+                "{{\"t\":\"w{k} \\u00e9 \\\"\",\"s\":{k},\"e\":{},\"p\":0}}",
+                k + 1
+            )
+        })
+        .collect();
+    let long = format!("[{}]", long.join(","));
+    {
+        let mut c = db.connect();
+        c.batch_execute(
+            "DROP SCHEMA IF EXISTS billing CASCADE; DROP SCHEMA public CASCADE; CREATE SCHEMA public;",
+        )
+        .expect("empty the database");
+        migrations::apply(&mut c, "public", &migrations::MAIN[..2]).expect("migrate to 2");
+        c.batch_execute(
+            "INSERT INTO orgs VALUES ('o', 'O', 1, 1, 0);
+             INSERT INTO members (id, org_id, email, role, joined_at) VALUES ('m', 'o', 'e', 'owner', 0);
+             INSERT INTO jobs (id, org_id, owner_member_id, api_key_id, name, filename, content_type,
+                size_bytes, declared_seconds, price_cents_per_minute, settings, status, language,
+                upload_expires_at, created_at, updated_at)
+             VALUES ('j', 'o', 'm', 'k', 'n', 'f', 'audio/wav', 1, 1, 1, '{}', 'ready', 'en', 0, 0, 0);",
+        )
+        .expect("rows");
+        for (seq, (id, words)) in [
+            ("t-long", Some(long.as_str())),
+            ("t-empty", Some("[]")),
+            ("t-pending", None),
+        ]
+        .iter()
+        .enumerate()
+        {
+            c.execute(
+                "INSERT INTO transcripts (id, job_id, seq, language, kind, status, words, created_at)
+                 VALUES ($1, 'j', $2, 'en', 'translation', 'ready', $3, 0)",
+                &[id, &(seq as i64 + 1), words],
+            )
+            .expect("transcript");
+        }
+    }
+    let s = store(&db);
+    let read = |id: &str| {
+        s.transcript_words("j", Some(id))
+            .expect("read")
+            .expect("ready")
+            .words
+    };
+    assert_eq!(read("t-long"), long);
+    assert_eq!(read("t-empty"), "[]");
+    assert_eq!(read("t-pending"), "[]");
+    let mut c = db.connect();
+    let counts: Vec<i64> = c
+        .query(
+            "SELECT n FROM word_pages WHERE transcript_id = 't-long' ORDER BY page",
+            &[],
+        )
+        .expect("pages")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(counts, [1000, 1000, 500]);
+    assert!(c.query("SELECT words FROM transcripts", &[]).is_err());
+    // Splices work on the moved pages.
+    s.save_words(&crate::store::WordsEdit {
+        job_id: "j",
+        transcript_id: "t-long",
+        expected: 0,
+        from: 999,
+        remove: 2,
+        insert: "[]",
+        change: "{}",
+        member_id: "m",
+        note: "n",
+        settings: None,
+        now: 1,
+    })
+    .expect("save");
+    let mut words = crate::words::split_encoded(&long).expect("list");
+    words.drain(999..1001);
+    assert_eq!(read("t-long"), format!("[{}]", words.join(",")));
 }

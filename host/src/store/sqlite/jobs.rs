@@ -2,6 +2,8 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::pages;
+use crate::store::pages::Geometry;
 use crate::store::{
     Caller, CleanSource, Formatted, JobRow, NewJob, Recognized, Task, TranscriptRow,
 };
@@ -169,6 +171,7 @@ pub fn store_original(
     job_id: &str,
     r: &Recognized,
     now: i64,
+    g: Geometry,
 ) -> rusqlite::Result<()> {
     let tx = c.transaction()?;
     // A transcript an editor has changed (revision > 0) is kept: a re-run of recognition never
@@ -177,11 +180,14 @@ pub fn store_original(
         "DELETE FROM transcripts WHERE job_id = ?1 AND kind = 'original' AND revision = 0",
         [job_id],
     )?;
-    tx.execute(
-        "INSERT OR IGNORE INTO transcripts (id, job_id, seq, language, kind, label, status, words, created_at)
-         VALUES (?1, ?2, 1, ?3, 'original', NULL, 'ready', ?4, ?5)",
-        params![r.transcript_id, job_id, r.language, r.words, now],
+    let added = tx.execute(
+        "INSERT OR IGNORE INTO transcripts (id, job_id, seq, language, kind, label, status, created_at)
+         VALUES (?1, ?2, 1, ?3, 'original', NULL, 'ready', ?4)",
+        params![r.transcript_id, job_id, r.language, now],
     )?;
+    if added == 1 {
+        pages::replace_words(&tx, &r.transcript_id, &r.words, g)?;
+    }
     tx.execute(
         "UPDATE jobs SET status = 'formatting', language = ?1, measured_seconds = ?2,
             frame_num = ?3, frame_den = ?4, updated_at = ?5
@@ -199,17 +205,21 @@ pub fn store_original(
 }
 
 pub fn original_words(c: &Connection, job_id: &str) -> rusqlite::Result<Option<(String, String)>> {
-    c.query_row(
-        "SELECT language, words FROM transcripts WHERE job_id = ?1 AND kind = 'original'",
-        [job_id],
-        |r| {
-            Ok((
-                r.get(0)?,
-                r.get::<_, Option<String>>(1)?.unwrap_or_default(),
-            ))
-        },
-    )
-    .optional()
+    // One read transaction: the transcript and its pages of one moment.
+    let tx = c.unchecked_transaction()?;
+    let found: Option<(String, String)> = tx
+        .query_row(
+            "SELECT id, language FROM transcripts WHERE job_id = ?1 AND kind = 'original'",
+            [job_id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    let Some((id, language)) = found else {
+        return Ok(None);
+    };
+    let words = pages::read_words(&tx, &id)?;
+    tx.commit()?;
+    Ok(Some((language, words)))
 }
 
 pub fn finish_formatting(
@@ -239,21 +249,32 @@ pub fn finish_formatting(
 }
 
 pub fn clean_source(c: &Connection, job_id: &str) -> rusqlite::Result<Option<CleanSource>> {
-    c.query_row(
-        "SELECT t.id, t.status, o.language, COALESCE(o.words, '[]')
-         FROM transcripts t JOIN transcripts o ON o.job_id = t.job_id AND o.kind = 'original'
-         WHERE t.job_id = ?1 AND t.kind = 'clean'",
-        [job_id],
-        |r| {
-            Ok(CleanSource {
-                transcript_id: r.get(0)?,
-                status: r.get(1)?,
-                language: r.get(2)?,
-                words: r.get(3)?,
-            })
-        },
-    )
-    .optional()
+    let tx = c.unchecked_transaction()?;
+    let found = tx
+        .query_row(
+            "SELECT t.id, t.status, o.language, o.id
+             FROM transcripts t JOIN transcripts o ON o.job_id = t.job_id AND o.kind = 'original'
+             WHERE t.job_id = ?1 AND t.kind = 'clean'",
+            [job_id],
+            |r| {
+                Ok((
+                    CleanSource {
+                        transcript_id: r.get(0)?,
+                        status: r.get(1)?,
+                        language: r.get(2)?,
+                        words: String::new(),
+                    },
+                    r.get::<_, String>(3)?,
+                ))
+            },
+        )
+        .optional()?;
+    let Some((mut source, original)) = found else {
+        return Ok(None);
+    };
+    source.words = pages::read_words(&tx, &original)?;
+    tx.commit()?;
+    Ok(Some(source))
 }
 
 pub fn finish_clean(
@@ -261,12 +282,16 @@ pub fn finish_clean(
     transcript_id: &str,
     words: &str,
     seq: i64,
+    g: Geometry,
 ) -> rusqlite::Result<()> {
     let tx = c.transaction()?;
-    tx.execute(
-        "UPDATE transcripts SET status = 'ready', words = ?1 WHERE id = ?2",
-        params![words, transcript_id],
+    let updated = tx.execute(
+        "UPDATE transcripts SET status = 'ready' WHERE id = ?1",
+        [transcript_id],
     )?;
+    if updated == 1 {
+        pages::replace_words(&tx, transcript_id, words, g)?;
+    }
     tx.execute("DELETE FROM queue WHERE seq = ?1", [seq])?;
     tx.commit()
 }

@@ -10,6 +10,7 @@
 pub mod idempotency;
 pub mod jobs;
 pub mod ledger;
+pub mod pages;
 pub mod web;
 
 use std::path::{Path, PathBuf};
@@ -18,6 +19,7 @@ use std::time::Duration;
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
+use crate::store::pages::Geometry;
 use crate::store::{
     Caller, CleanSource, Formatted, JobRow, KeyClaim, LocalWake, Member, NewJob, NewOrgOwner,
     ProjectQuery, ProjectRow, Recognized, RevisionRow, Saved, Session, Store, StoreError,
@@ -35,7 +37,7 @@ const MAIN_BUSY: Duration = Duration::from_secs(5);
 /// API answers 503 quickly rather than hanging.
 const BILLING_BUSY: Duration = Duration::from_millis(300);
 
-const MAIN_MIGRATIONS: &[&str] = &[
+pub(crate) const MAIN_MIGRATIONS: &[&str] = &[
     // 1: the whole first schema. Times are Unix milliseconds.
     "CREATE TABLE orgs (
         id TEXT PRIMARY KEY,
@@ -187,7 +189,23 @@ const MAIN_MIGRATIONS: &[&str] = &[
         PRIMARY KEY (org_id, key)
     );
     CREATE INDEX idempotency_keys_created ON idempotency_keys(created_at);",
+    // 6: a transcript's words in pages of about 1,000 words (`store::pages`), so that an edit
+    // rewrites the pages it touches instead of the whole list. `n` (the page's word count) comes
+    // before `words` so that the page directory is read without the text. The data step
+    // ([`MAIN_STEPS`]) moves every list into pages and drops `transcripts.words`.
+    "CREATE TABLE word_pages (
+        transcript_id TEXT NOT NULL REFERENCES transcripts(id) ON DELETE CASCADE,
+        page INTEGER NOT NULL,
+        n INTEGER NOT NULL,
+        words TEXT NOT NULL,
+        PRIMARY KEY (transcript_id, page)
+    );",
 ];
+
+/// Steps of migrations that SQL alone cannot take, run after that version's SQL in its
+/// transaction: (version, step).
+type Step = fn(&Connection) -> rusqlite::Result<()>;
+const MAIN_STEPS: &[(i64, Step)] = &[(6, pages::move_words_to_pages)];
 
 const BILLING_MIGRATIONS: &[&str] = &[
     // 1: the ledger. amount_cents > 0 adds credit; < 0 spends it. One row per (job, kind).
@@ -204,8 +222,13 @@ const BILLING_MIGRATIONS: &[&str] = &[
     CREATE INDEX ledger_org ON ledger(org_id);",
 ];
 
-/// Applies the migrations not yet recorded in the `migrations` table, each in one transaction.
-fn migrate(conn: &mut Connection, migrations: &[&str]) -> rusqlite::Result<()> {
+/// Applies the migrations not yet recorded in the `migrations` table, each in one transaction
+/// with its data step (`steps`), if it has one.
+fn migrate(
+    conn: &mut Connection,
+    migrations: &[&str],
+    steps: &[(i64, Step)],
+) -> rusqlite::Result<()> {
     conn.execute_batch(
         "CREATE TABLE IF NOT EXISTS migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)",
     )?;
@@ -221,6 +244,9 @@ fn migrate(conn: &mut Connection, migrations: &[&str]) -> rusqlite::Result<()> {
         }
         let tx = conn.transaction()?;
         tx.execute_batch(sql)?;
+        for (_, step) in steps.iter().filter(|(v, _)| *v == version) {
+            step(&tx)?;
+        }
         tx.execute(
             "INSERT INTO migrations (version, applied_at) VALUES (?1, ?2)",
             (version, crate::util::now_ms()),
@@ -262,6 +288,8 @@ pub struct SqliteStore {
     pool: Mutex<Vec<Connection>>,
     billing: Mutex<Option<Connection>>,
     wake: Arc<LocalWake>,
+    /// How transcripts' words are cut into pages (tests make them small).
+    pub(crate) pages: Geometry,
 }
 
 impl SqliteStore {
@@ -271,9 +299,9 @@ impl SqliteStore {
         let main_path = data_dir.join(MAIN_DB);
         let billing_path = data_dir.join(BILLING_DB);
         let mut main = open_main(&main_path)?;
-        migrate(&mut main, MAIN_MIGRATIONS)?;
+        migrate(&mut main, MAIN_MIGRATIONS, MAIN_STEPS)?;
         let mut billing = open_billing(&billing_path)?;
-        migrate(&mut billing, BILLING_MIGRATIONS)?;
+        migrate(&mut billing, BILLING_MIGRATIONS, &[])?;
         Ok(SqliteStore {
             data_dir: data_dir.to_path_buf(),
             main_path,
@@ -281,6 +309,7 @@ impl SqliteStore {
             pool: Mutex::new(vec![main]),
             billing: Mutex::new(Some(billing)),
             wake: Arc::new(LocalWake::default()),
+            pages: Geometry::DEFAULT,
         })
     }
 
@@ -692,7 +721,7 @@ impl Store for SqliteStore {
     }
 
     fn store_original(&self, job_id: &str, r: &Recognized, now: i64) -> StoreResult<()> {
-        self.main(|c| jobs::store_original(c, job_id, r, now))
+        self.main(|c| jobs::store_original(c, job_id, r, now, self.pages))
     }
 
     fn original_words(&self, job_id: &str) -> StoreResult<Option<(String, String)>> {
@@ -724,7 +753,7 @@ impl Store for SqliteStore {
     }
 
     fn finish_clean(&self, transcript_id: &str, words: &str, seq: i64) -> StoreResult<()> {
-        self.main(|c| jobs::finish_clean(c, transcript_id, words, seq))
+        self.main(|c| jobs::finish_clean(c, transcript_id, words, seq, self.pages))
     }
 
     fn fail_clean(&self, job_id: &str, why: &str, seq: i64) -> StoreResult<()> {
@@ -835,7 +864,7 @@ impl Store for SqliteStore {
     }
 
     fn save_words(&self, e: &WordsEdit<'_>) -> StoreResult<Saved> {
-        self.main(|c| web::save_words(c, e))
+        self.main(|c| web::save_words(c, e, self.pages))
     }
 
     fn revisions(&self, transcript_id: &str) -> StoreResult<Vec<RevisionRow>> {
@@ -858,7 +887,7 @@ impl Store for SqliteStore {
         words: &str,
         now: i64,
     ) -> StoreResult<String> {
-        self.with(|c| web::add_translation(c, job_id, language, label, words, now))
+        self.with(|c| web::add_translation(c, job_id, language, label, words, now, self.pages))
     }
 }
 

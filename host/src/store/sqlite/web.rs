@@ -2,9 +2,11 @@
 //! sessions), the project list, and the transcript's words with their revision history. Handlers
 //! call these functions; no SQL is written in `web`.
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use super::jobs::load_job;
+use super::pages;
+use crate::store::pages::Geometry;
 use crate::store::{
     is_token, new_token, Cursor, JobRow, Member, ProjectQuery, ProjectRow, RevisionRow, Saved,
     Session, Sort, StoreError, StoredWords, TranscriptInfo, WordsEdit, LOGIN_LINK_TTL_MS,
@@ -331,24 +333,23 @@ pub fn visible_job(c: &Connection, viewer: &Member, id: &str) -> rusqlite::Resul
 // Transcript words and revisions.
 
 /// The words and revision of a job's transcript (the original when `transcript_id` is `None`), if
-/// it is ready.
+/// it is ready: read in one transaction, so the words are those of the revision.
 pub fn transcript_words(
     c: &Connection,
     job_id: &str,
     transcript_id: Option<&str>,
 ) -> rusqlite::Result<Option<StoredWords>> {
-    let sql = "SELECT id, revision, COALESCE(words, '[]') FROM transcripts
-               WHERE job_id = ?1 AND status = 'ready'
-                 AND ((?2 IS NULL AND kind = 'original') OR id = ?2)";
-    c.prepare_cached(sql)?
-        .query_row(params![job_id, transcript_id], |r| {
-            Ok(StoredWords {
-                transcript_id: r.get(0)?,
-                revision: r.get(1)?,
-                words: r.get(2)?,
-            })
-        })
-        .optional()
+    let tx = c.unchecked_transaction()?;
+    let Some((id, revision)) = transcript_head(&tx, job_id, transcript_id)? else {
+        return Ok(None);
+    };
+    let words = pages::read_words(&tx, &id)?;
+    tx.commit()?;
+    Ok(Some(StoredWords {
+        transcript_id: id,
+        revision,
+        words,
+    }))
 }
 
 /// The id and revision of a job's ready transcript (the original when `transcript_id` is `None`),
@@ -368,56 +369,57 @@ pub fn transcript_head(
         .optional()
 }
 
-/// Stores new words for a transcript at `expected` revision: one transaction bumps the revision
-/// (compare-and-swap), appends `change` to the revision history (the words as recognised are
-/// recorded whole as revision 0 before the first edit; later entries hold what changed), and
+/// Stores an edit of a transcript at `expected` revision: one transaction bumps the revision
+/// (compare-and-swap), splices the words (only the pages they are in), appends `change` to the
+/// revision history (the words as recognised are recorded whole as revision 0 before the first
+/// edit; later entries hold what changed), stores the new settings when the edit has them, and
 /// moves the job's `updatedAt` forward (by at least one millisecond, so every edit shows in it).
-pub fn save_words(c: &mut Connection, e: &WordsEdit<'_>) -> rusqlite::Result<Saved> {
-    let (job_id, transcript_id, expected, words, change, member_id, note, now) = (
-        e.job_id,
-        e.transcript_id,
-        e.expected,
-        e.words,
-        e.change,
-        e.member_id,
-        e.note,
-        e.now,
-    );
-    let tx = c.transaction()?;
+pub fn save_words(c: &mut Connection, e: &WordsEdit<'_>, g: Geometry) -> rusqlite::Result<Saved> {
+    // IMMEDIATE: the write lock from the start, so two saves queue on the busy timeout instead of
+    // the second failing when its read turns into a write.
+    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let current: Option<i64> = tx
         .query_row(
             "SELECT revision FROM transcripts WHERE id = ?1 AND job_id = ?2",
-            params![transcript_id, job_id],
+            params![e.transcript_id, e.job_id],
             |r| r.get(0),
         )
         .optional()?;
     let Some(revision) = current else {
         return Ok(Saved::Conflict(-1));
     };
-    if revision != expected {
+    if revision != e.expected {
         return Ok(Saved::Conflict(revision));
     }
     if revision == 0 {
+        let recognised = pages::read_words(&tx, e.transcript_id)?;
         tx.execute(
             "INSERT OR IGNORE INTO revisions (transcript_id, revision, words, member_id, note, created_at)
-             SELECT id, 0, COALESCE(words, '[]'), NULL, 'As recognised', ?2 FROM transcripts WHERE id = ?1",
-            params![transcript_id, now],
+             VALUES (?1, 0, ?2, NULL, 'As recognised', ?3)",
+            params![e.transcript_id, recognised, e.now],
         )?;
     }
+    pages::splice_words(&tx, e.transcript_id, (e.from, e.remove, e.insert), g)?;
     let next = revision + 1;
     tx.execute(
-        "UPDATE transcripts SET words = ?1, revision = ?2 WHERE id = ?3 AND revision = ?4",
-        params![words, next, transcript_id, revision],
+        "UPDATE transcripts SET revision = ?1 WHERE id = ?2 AND revision = ?3",
+        params![next, e.transcript_id, revision],
     )?;
     tx.execute(
         "INSERT INTO revisions (transcript_id, revision, words, member_id, note, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        params![transcript_id, next, change, member_id, note, now],
+        params![e.transcript_id, next, e.change, e.member_id, e.note, e.now],
     )?;
-    tx.execute(
-        "UPDATE jobs SET updated_at = MAX(?1, updated_at + 1) WHERE id = ?2",
-        params![now, job_id],
-    )?;
+    match e.settings {
+        Some(settings) => tx.execute(
+            "UPDATE jobs SET settings = ?1, updated_at = MAX(?2, updated_at + 1) WHERE id = ?3",
+            params![settings, e.now, e.job_id],
+        )?,
+        None => tx.execute(
+            "UPDATE jobs SET updated_at = MAX(?1, updated_at + 1) WHERE id = ?2",
+            params![e.now, e.job_id],
+        )?,
+    };
     tx.commit()?;
     Ok(Saved::Revision(next))
 }
@@ -499,15 +501,17 @@ pub fn add_translation(
     label: &str,
     words: &str,
     now: i64,
+    g: Geometry,
 ) -> Result<String, StoreError> {
     let id = crate::util::new_id()?;
     let tx = c.transaction()?;
     tx.execute(
-        "INSERT INTO transcripts (id, job_id, seq, language, kind, label, status, words, created_at)
-         SELECT ?1, ?2, COALESCE(MAX(seq), 0) + 1, ?3, 'translation', ?4, 'ready', ?5, ?6
+        "INSERT INTO transcripts (id, job_id, seq, language, kind, label, status, created_at)
+         SELECT ?1, ?2, COALESCE(MAX(seq), 0) + 1, ?3, 'translation', ?4, 'ready', ?5
          FROM transcripts WHERE job_id = ?2",
-        params![id, job_id, language, label, words, now],
+        params![id, job_id, language, label, now],
     )?;
+    pages::replace_words(&tx, &id, words, g)?;
     tx.execute(
         "UPDATE jobs SET updated_at = MAX(?1, updated_at + 1) WHERE id = ?2",
         params![now, job_id],
