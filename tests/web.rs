@@ -1406,4 +1406,15 @@ fn settings_changes_are_revisions_that_undo_and_restore_bring_back() {
         .get(&org.key, &format!("/v1/jobs/{id}/transcript?format=text"))
         .text();
     assert!(text.starts_with("Hello there."), "{text}");
+    // A stale page's restore of revision 0 is a conflict and changes neither the words nor the
+    // settings (they are saved together, in one transaction).
+    let r = web.post_json(
+        &format!("/editor/{id}/restore"),
+        &json!({"revision": 3, "restore": 0}),
+    );
+    assert_eq!(r.status, 409, "{}", r.text());
+    assert!(longest(&server) <= 16);
+    let data = web.get_json(&format!("/editor/{id}/data")).json();
+    assert_eq!(data["settings"]["maxCharsPerLine"], 16);
+    assert_eq!(data["transcript"]["revision"], 4);
 }

@@ -1,5 +1,5 @@
 //! The store: every record of the host behind one trait, [`Store`], with the backends below it
-//! (`sqlite`; `postgres` to come). SQL is written only in the backends' modules.
+//! (`sqlite`, `postgres`). SQL is written only in the backends' modules.
 //!
 //! # The contract every backend meets
 //!

@@ -786,10 +786,10 @@ pub async fn revision_list(
     let jid = id.to_string();
     let list = db(app, move |c| {
         visible(c, &viewer, &jid)?;
-        let stored = c
-            .transcript_words(&jid, transcript.as_deref())?
+        let (tid, _) = c
+            .transcript_head(&jid, transcript.as_deref())?
             .ok_or(WebError::NotFound)?;
-        Ok(c.revisions(&stored.transcript_id)?)
+        Ok(c.revisions(&tid)?)
     })
     .await?;
     let items: Vec<Value> = list
@@ -997,11 +997,20 @@ pub fn apply_op(words: &mut Vec<Word>, op: &Value, frame: Millis) -> Result<Stri
     }
 }
 
+/// What a save stores besides the words, and what it checks first.
+struct Saving<'a, C> {
+    /// The job's new settings (a restore of a revision laid out under others), stored in the
+    /// same transaction; `job.settings` are already these.
+    settings: Option<&'a str>,
+    /// Refuses the edit from the view of the new words (a merge the layout cannot keep).
+    check: C,
+}
+
 /// Saves `words` (the words of `stored` after an operation) as the next revision when the
-/// transcript is still at `expected` and `check` accepts their view: the history gets the one
-/// splice that changed, the stored text is the old one spliced. The view is the kept view of
-/// `expected` brought up to date. Answers the editor data, only the changed cues when the body
-/// asks for a patch (`"answer": "patch"`).
+/// transcript is still at `expected` and `how.check` accepts their view: the history gets the one
+/// splice that changed, the store rewrites only the word pages it touches. The view is the kept
+/// view of `expected` brought up to date. Answers the editor data, only the changed cues when the
+/// body asks for a patch (`"answer": "patch"`).
 #[allow(clippy::too_many_arguments)]
 fn save(
     app: &App,
@@ -1014,7 +1023,7 @@ fn save(
     member: &Member,
     note: &str,
     body: &Value,
-    check: impl FnOnce(&View) -> Result<(), WebError>,
+    how: Saving<'_, impl FnOnce(&View) -> Result<(), WebError>>,
 ) -> Result<Vec<u8>, WebError> {
     let (from, remove, insert) = splice_range(&stored.words, &words);
     let inserted = encode(&words[from..from + insert]);
@@ -1047,7 +1056,7 @@ fn save(
         );
         cache::put_view(transcript_id, expected, back);
     };
-    if let Err(e) = check(&view) {
+    if let Err(e) = (how.check)(&view) {
         put_back(view);
         return Err(e);
     }
@@ -1061,7 +1070,7 @@ fn save(
         change: &change,
         member_id: &member.id,
         note,
-        settings: None,
+        settings: how.settings,
         now: now_ms(),
     });
     let revision = match saved {
@@ -1239,7 +1248,20 @@ pub async fn edit(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
             false => Ok(()),
         };
         save(
-            &app2, c, &job, &tid, expected, &stored, words, &member, &note, &body, check,
+            &app2,
+            c,
+            &job,
+            &tid,
+            expected,
+            &stored,
+            words,
+            &member,
+            &note,
+            &body,
+            Saving {
+                settings: None,
+                check,
+            },
         )
     })
     .await?;
@@ -1328,23 +1350,24 @@ pub async fn restore(
             )));
         };
         let words = replay(entries).ok_or_else(|| WebError::Internal("stored history".into()))?;
-        // The layout settings in force at that revision, when this history changed them (put
-        // back as they were if the save finds someone else saved first).
-        let old_settings = job.settings.clone();
-        let mut set = false;
-        if let Some(settings) = settings_at(&all, entries.len()) {
-            if serde_json::from_str::<Value>(&job.settings).ok().as_ref() != Some(&settings) {
-                c.set_job_settings(&jid, &settings.to_string(), now_ms())?;
-                set = true;
-            }
-        }
-        let job = c.job(&jid)?.ok_or(WebError::NotFound)?;
+        // The layout settings in force at that revision, when this history changed them: saved
+        // with the words in one transaction, and the words laid out under them.
+        let restored = settings_at(&all, entries.len())
+            .filter(|s| serde_json::from_str::<Value>(&job.settings).ok().as_ref() != Some(s))
+            .map(|s| s.to_string());
+        let job = match &restored {
+            Some(settings) => JobRow {
+                settings: settings.clone(),
+                ..job
+            },
+            None => job,
+        };
         let note = match body.get("note").and_then(Value::as_str) {
             Some("undo") => format!("Undo (back to revision {wanted})"),
             Some("redo") => format!("Redo (revision {wanted})"),
             _ => format!("Restored revision {wanted}"),
         };
-        let saved = save(
+        save(
             &app2,
             c,
             &job,
@@ -1355,12 +1378,11 @@ pub async fn restore(
             &member,
             &note,
             &body,
-            |_| Ok(()),
-        );
-        if set && matches!(saved, Err(WebError::Conflict(_))) {
-            c.set_job_settings(&jid, &old_settings, now_ms())?;
-        }
-        saved
+            Saving {
+                settings: restored.as_deref(),
+                check: |_: &View| Ok(()),
+            },
+        )
     })
     .await?;
     Ok(json_bytes(value))
