@@ -699,7 +699,7 @@ const FLOOR_WORK: usize = 60_000_000;
 /// The fewest cues over the style's pace among all ways of cutting the cues' words (in order)
 /// into exactly as many cues, each of which:
 /// - fits the style's lines (words wrapped greedily; a two-speaker cue one line per speaker, its
-///   dash counted),
+///   dash counted in the line and both dashes in the characters read),
 /// - holds no silence of `long_silence` or more between its words,
 /// - stays up from its first word's start until `min_gap_frames` before the next cue's first
 ///   word (at most `max_duration`); the last cue as long as it needs.
@@ -775,10 +775,14 @@ pub fn pace_floor(cues: &[Cue], style: &QcStyle, frame_rate: FrameRate) -> Optio
             }
         }
     };
-    // Prefix sums of graphemes, for a cue's characters (words joined by one space).
+    // Prefix sums of graphemes, for a cue's characters (words joined by one space), and of
+    // speaker changes: a two-speaker cue also shows the dash that opens each of its two lines.
     let mut pre = vec![0usize; n + 1];
+    let mut turns = vec![0usize; n + 1];
     for (k, w) in words.iter().enumerate() {
         pre[k + 1] = pre[k] + w.g;
+        let turn = k > 0 && words[k - 1].speaker != w.speaker;
+        turns[k + 1] = turns[k] + usize::from(turn);
     }
     // For each cue end `hi`, the earliest start `lo` that still fits (fitting is monotone: a cue
     // that fits still fits without its first word).
@@ -794,7 +798,8 @@ pub fn pace_floor(cues: &[Cue], style: &QcStyle, frame_rate: FrameRate) -> Optio
         earliest[hi] = lo;
     }
     let over = |lo: usize, hi: usize| -> u32 {
-        let chars = (pre[hi] - pre[lo] + (hi - lo - 1)) as i64;
+        let dashes = if turns[hi] > turns[lo + 1] { 2 } else { 0 };
+        let chars = (pre[hi] - pre[lo] + (hi - lo - 1) + dashes) as i64;
         let Some(next) = words.get(hi) else {
             return 0;
         };
@@ -1299,6 +1304,31 @@ mod tests {
         assert_eq!(
             pace_floor(&three, &style, FrameRate::FPS_25).unwrap().over,
             1
+        );
+    }
+
+    #[test]
+    fn the_pace_floor_counts_the_dashes_of_a_two_speaker_cue() {
+        let style = QcStyle::from_settings(&Settings::default(), &[]);
+        let cps = style.max_cps.unwrap() as i64;
+        let gap = FrameRate::FPS_25.frames_duration(style.min_gap_frames).0;
+        // "—Coming? —Yes." is 14 characters: 12 for the words and their space, 2 for the dashes.
+        // It gets the time 12 need and not 14; the other cut, "Coming?" alone, has 0.3 s less
+        // the gap. So every cut into two cues has one cue over the pace.
+        let avail = (12_000 + cps - 1) / cps;
+        assert!(14_000 > cps * avail);
+        let mut cues = cues_of(&[
+            &[("Coming?", 0, 250), ("Yes.", 300, 500)],
+            &[("Good.", avail + gap, avail + gap + 400)],
+        ]);
+        cues[0].lines = vec!["\u{2014}Coming?".into(), "\u{2014}Yes.".into()];
+        cues[0].words[1].speaker = 1;
+        cues[1].words[0].speaker = 1;
+        let r = check(&cues, &style, FrameRate::FPS_25);
+        assert_eq!(r.summary.count(Rule::ReadingPace), 1, "{:?}", r.findings);
+        assert_eq!(
+            pace_floor(&cues, &style, FrameRate::FPS_25),
+            Some(PaceFloor { cues: 2, over: 1 })
         );
     }
 }
