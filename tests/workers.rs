@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::common::{str_field, Server, BIN};
+use crate::common::{str_field, Server, Worker, BIN};
 
 /// Creates a job for `data` in `language` and uploads it; the created job.
 fn submit(server: &Server, key: &str, data: &[u8], language: &str, seconds: u32) -> Value {
@@ -26,12 +26,20 @@ fn queue_rows(server: &Server) -> i64 {
     server.sql_number("SELECT COUNT(*) FROM queue")
 }
 
-/// Waits until the job is ready and all its transcripts (the clean version too) are ready.
-fn wait_all_ready(server: &Server, key: &str, id: &str) -> Value {
+/// Waits until the job is ready and all its transcripts (the clean version too) are ready; on a
+/// failure shows the job and the logs of the server and of `workers`.
+fn wait_all_ready(server: &Server, workers: &[&Worker], key: &str, id: &str) -> Value {
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
         let job = server.wait_for(key, id, &["ready", "failed"]);
-        assert_eq!(job["status"], "ready", "{}", server.log());
+        if job["status"] != "ready" {
+            let logs: Vec<String> = workers.iter().map(|w| w.log()).collect();
+            panic!(
+                "{job}\nserver log:\n{}\nworker logs:\n{}",
+                server.log(),
+                logs.join("\n----\n")
+            );
+        }
         let done = job["transcripts"]
             .as_array()
             .is_some_and(|t| t.len() == 2 && t.iter().all(|t| t["status"] == "ready"));
@@ -72,7 +80,7 @@ fn an_api_only_server_and_two_worker_processes_complete_every_job_charged_once()
     let a = server.worker("a", &["--workers", "1"]);
     let b = server.worker("b", &["--workers", "1"]);
     for id in &ids {
-        wait_all_ready(&server, &org.key, id);
+        wait_all_ready(&server, &[&a, &b], &org.key, id);
         // Declared and measured 3 s: 1 cent, charged once, settled once.
         assert_eq!(
             server.ledger(id),
@@ -99,7 +107,7 @@ fn a_worker_killed_with_kill_9_mid_job_is_replaced_after_its_lease_and_charges_o
     first.wait_log("recognizing");
     first.kill9();
     let second = server.worker("second", &lease);
-    let job = wait_all_ready(&server, &org.key, &id);
+    let job = wait_all_ready(&server, &[&first, &second], &org.key, &id);
     assert!(second.log().contains("recognizing"), "{}", second.log());
     assert_eq!(job["media"]["durationSeconds"], 3.0);
     assert_eq!(

@@ -604,7 +604,10 @@ const UPLOAD_GRACE: Duration = Duration::from_secs(3600);
 /// A process's own scratch directory under `DIR/work` (extracted audio), held with an exclusive
 /// `flock` on its `.lock` file for the life of the process. Several processes (a server and
 /// workers) may share one data directory: at start each removes only the directories whose lock
-/// it can take, whose process has ended (a crash included: the kernel drops the lock).
+/// it can take, whose process has ended (a crash included: the kernel drops the lock). The lock
+/// file is locked under another name (`.lock.new`) and only then renamed to `.lock`, so a `.lock`
+/// that can be taken always means an ended process — never one starting at the same moment
+/// that has made its file but not yet locked it (whose directory would be removed under it).
 #[derive(Debug)]
 pub struct WorkDir {
     path: PathBuf,
@@ -624,11 +627,18 @@ impl WorkDir {
     /// Removes the directories of ended processes under `root`, then makes and locks this
     /// process's own.
     pub fn claim(root: &Path) -> std::io::Result<WorkDir> {
+        WorkDir::claim_pausing(root, &mut || {})
+    }
+
+    /// [`WorkDir::claim`], calling `pause` between making the lock file and locking it (a test
+    /// runs another claim there, as a process starting at the same moment would).
+    fn claim_pausing(root: &Path, pause: &mut dyn FnMut()) -> std::io::Result<WorkDir> {
         std::fs::create_dir_all(root)?;
         for entry in std::fs::read_dir(root)?.flatten() {
             let path = entry.path();
             if path.is_dir() {
-                // A directory without its lock file yet is being made by a live process.
+                // A directory without its `.lock` yet is being made by a live process (or was
+                // left, empty, by a crash in the instant between the two).
                 let Ok(f) = std::fs::File::open(path.join(".lock")) else {
                     continue;
                 };
@@ -652,15 +662,51 @@ impl WorkDir {
             &tag[..tag.len().min(8)]
         ));
         std::fs::create_dir(&path)?;
-        let lock = std::fs::File::create(path.join(".lock"))?;
+        let locking = path.join(".lock.new");
+        let lock = std::fs::File::create(&locking)?;
+        pause();
         if !try_lock(&lock) {
             return Err(std::io::Error::other("could not lock the work directory"));
         }
+        // The lock belongs to the open file, so it holds under the file's new name.
+        std::fs::rename(&locking, path.join(".lock"))?;
         Ok(WorkDir { path, _lock: lock })
     }
 
     /// The directory.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two processes starting together on one data directory: the second's clean-up runs while
+    /// the first has made its lock file but not yet locked it, and must leave the first's
+    /// directory alone (it removed it before, and the first process's jobs then failed: ffmpeg
+    /// could not write the extracted audio).
+    #[test]
+    fn a_work_directory_being_claimed_is_not_removed_by_a_claim_at_the_same_moment() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("work");
+        let mut second = None;
+        let first = WorkDir::claim_pausing(&root, &mut || {
+            second = Some(WorkDir::claim(&root).unwrap());
+        })
+        .unwrap();
+        let second = second.unwrap();
+        for dir in [&first, &second] {
+            assert!(dir.path().join(".lock").is_file(), "{dir:?}");
+        }
+        assert_ne!(first.path(), second.path());
+        // A directory whose process has ended is still removed by the next claim.
+        let ended = first.path().to_path_buf();
+        drop(first);
+        let third = WorkDir::claim(&root).unwrap();
+        assert!(!ended.exists());
+        assert!(second.path().join(".lock").is_file());
+        assert!(third.path().join(".lock").is_file());
     }
 }
