@@ -119,6 +119,43 @@ fn a_worker_killed_with_kill_9_mid_job_is_replaced_after_its_lease_and_charges_o
 }
 
 #[test]
+fn a_worker_stalled_past_its_lease_neither_fails_nor_refunds_the_job_another_worker_took_over() {
+    let server = Server::start(&["--workers", "0", "--price-cents-per-minute", "10"]);
+    let org = server.org(1000, &[]);
+    let data = std::fs::read(server.tone(3)).expect("media");
+    // `it`: the first recognition fails after 3 s, the next succeeds; declared 30 s (5 cents).
+    let id = str_field(&submit(&server, &org.key, &data, "it", 30), "id");
+    let lease = ["--workers", "1", "--lease-ms", "300"];
+    let stalled = server.worker("stalled", &lease);
+    stalled.wait_log("recognizing");
+    // The recognizer has started (the script marks its first run) ...
+    let first_run = server.data_dir().with_file_name("recognizer.sh.it-ran");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !first_run.exists() {
+        assert!(std::time::Instant::now() < deadline, "{}", stalled.log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // ... when the process is starved of CPU: its heartbeats stop, its recognizer runs on (and
+    // fails).
+    stalled.signal("STOP");
+    let fresh = server.worker("fresh", &lease);
+    let ready = wait_all_ready(&server, &[&stalled, &fresh], &org.key, &id);
+    assert!(fresh.log().contains("recognizing"), "{}", fresh.log());
+    stalled.signal("CONT");
+    // Its recognition failed meanwhile; the failure is dropped, not written.
+    stalled.wait_log("another worker took the task over");
+    let job = server.get(&org.key, &format!("/v1/jobs/{id}")).json();
+    assert_eq!(job["status"], "ready", "{job}\n{}", stalled.log());
+    assert_eq!(job["transcripts"], ready["transcripts"]);
+    assert_eq!(
+        server.ledger(&id),
+        vec![("charge".to_string(), -5), ("settle".to_string(), 4)]
+    );
+    assert_eq!(server.balance(&org.id), 999);
+    assert_eq!(queue_rows(&server), 0);
+}
+
+#[test]
 fn store_urls_choose_the_store_and_a_postgres_url_is_refused_without_its_password() {
     // Records in a directory of their own, named by --store and by CUECRAFT_STORE.
     let tmp = tempfile::tempdir().expect("temp dir");

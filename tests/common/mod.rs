@@ -287,11 +287,14 @@ pub fn free_port() -> u16 {
 /// - `fr`: sleeps 3 s first (a slow job, to hold a worker);
 /// - `de`: fails (exit 1), so the job fails;
 /// - `nl`: only filler words, so the clean version has nothing left and fails;
+/// - `it`: the first run (per server) fails after 3 s, later runs succeed at once (a worker that
+///   stalls past its lease fails while another has taken its job over);
 /// - anything else: a short English transcript with one filler.
 pub const RECOGNIZER: &str = r#"#!/bin/sh
 cat > /dev/null
 case "$2" in
   de) echo "no model for de" >&2; exit 1 ;;
+  it) if mkdir "$0.it-ran" 2>/dev/null; then sleep 3; echo "first run fails" >&2; exit 1; fi ;;
   nl) echo '{"language":"nl","words":[{"text":"uh","start":0.2,"end":0.5},{"text":"um","start":0.7,"end":1.0}]}'; exit 0 ;;
   fr) sleep 3 ;;
 esac
@@ -457,6 +460,17 @@ impl Server {
                 "a Postgres run must keep no records in the data directory"
             );
         }
+    }
+
+    /// Sends the process `signal` (`STOP`, `CONT`) with kill(1).
+    pub fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("running worker").id();
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(pid.to_string())
+            .status()
+            .expect("kill");
+        assert!(status.success(), "kill -{signal} {pid}");
     }
 
     /// Kills the process with SIGKILL (as a crash would) and waits for it.
@@ -854,6 +868,17 @@ impl Worker {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// Sends the process `signal` (`STOP`, `CONT`) with kill(1).
+    pub fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("running worker").id();
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(pid.to_string())
+            .status()
+            .expect("kill");
+        assert!(status.success(), "kill -{signal} {pid}");
     }
 
     /// Kills the process with SIGKILL (as a crash would) and waits for it.

@@ -15,6 +15,13 @@
 //!
 //! A failure refunds the job in full (one ledger row, net zero) before the job is marked failed.
 //! When the ledger is unavailable the step is retried later rather than failed.
+//!
+//! A step may outlive its lease (a process stalled longer than the lease: its heartbeats stop)
+//! and another worker may then run the same step. Before it writes its outcome — the settle and
+//! the original, the formatted job, the clean version, a failure and its refund — a step renews
+//! its lease ([`Pipeline::renew`]): a worker that lost it writes nothing, so a slow machine never
+//! fails, refunds or rewrites a job another worker has taken over; a renewed lease holds for a
+//! whole lease again, so no other worker can claim the row while the write runs.
 
 pub mod recognizers;
 
@@ -46,6 +53,10 @@ enum StepError {
     Fail(String),
     /// Something transient (the ledger, the database): try again later.
     Retry(String),
+    /// Another worker holds the task now: this worker's lease ran out while the step ran (a
+    /// stalled or starved process) and the row was claimed again. The step's outcome is dropped,
+    /// whatever it was; the other worker's run stands.
+    Lost,
 }
 
 impl From<StoreError> for StepError {
@@ -293,7 +304,8 @@ impl Pipeline {
                     }
                 }
             });
-            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run(task)));
+            let outcome =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run(task, worker)));
             *done.lock().unwrap_or_else(|p| p.into_inner()) = true;
             cond.notify_all();
             match outcome {
@@ -305,9 +317,9 @@ impl Pipeline {
                 Err(_) => {
                     tracing::error!(job = %task.job_id, task = %task.kind, "step panicked; failing it");
                     let failed = if task.kind == "clean" {
-                        self.fail_clean(task, "internal error")
+                        self.fail_clean(task, worker, "internal error")
                     } else {
-                        self.fail_job(task, "internal error while processing the job")
+                        self.fail_job(task, worker, "internal error while processing the job")
                     };
                     failed.is_err()
                 }
@@ -316,12 +328,16 @@ impl Pipeline {
     }
 
     /// Runs one task to its end; `Err` means "retry later".
-    fn run(&self, task: &Task) -> Result<(), String> {
+    fn run(&self, task: &Task, worker: &str) -> Result<(), String> {
         if task.kind == "clean" {
-            return match self.clean(task) {
+            return match self.clean(task, worker) {
                 Ok(()) => Ok(()),
-                Err(StepError::Fail(why)) => self.fail_clean(task, &why),
+                Err(StepError::Fail(why)) => self.fail_clean(task, worker, &why),
                 Err(StepError::Retry(why)) => Err(why),
+                Err(StepError::Lost) => {
+                    lost(task);
+                    Ok(())
+                }
             };
         }
         loop {
@@ -330,14 +346,18 @@ impl Pipeline {
                 return self.finish(task);
             };
             let step = match job.status.as_str() {
-                "transcribing" => self.transcribe(&job),
-                "formatting" => self.format(&job, task),
+                "transcribing" => self.transcribe(&job, task, worker),
+                "formatting" => self.format(&job, task, worker),
                 _ => return self.finish(task),
             };
             match step {
                 Ok(()) => continue,
-                Err(StepError::Fail(why)) => return self.fail_job(task, &why),
+                Err(StepError::Fail(why)) => return self.fail_job(task, worker, &why),
                 Err(StepError::Retry(why)) => return Err(why),
+                Err(StepError::Lost) => {
+                    lost(task);
+                    return Ok(());
+                }
             }
         }
     }
@@ -394,12 +414,26 @@ impl Pipeline {
         }
     }
 
+    /// Renews `worker`'s lease on `task` for a whole lease from now, just before the step writes
+    /// its outcome: `Lost` when another worker has claimed the row since this worker's lease ran
+    /// out (or the row is gone: the work was done by another worker).
+    fn renew(&self, task: &Task, worker: &str) -> Result<(), StepError> {
+        match self
+            .store
+            .extend_lease(task.seq, worker, now_ms() + self.lease_ms)
+        {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(StepError::Lost),
+            Err(e) => Err(StepError::Retry(format!("database: {e}"))),
+        }
+    }
+
     /// Removes a finished task's queue row.
     fn finish(&self, task: &Task) -> Result<(), String> {
         self.store.finish_task(task.seq).map_err(|e| e.to_string())
     }
 
-    fn transcribe(&self, job: &JobRow) -> Result<(), StepError> {
+    fn transcribe(&self, job: &JobRow, task: &Task, worker: &str) -> Result<(), StepError> {
         let billing = |e: StoreError| StepError::Retry(format!("billing: {e}"));
         let cents =
             crate::billing::required_cents(job.declared_seconds, job.price_cents_per_minute);
@@ -422,7 +456,9 @@ impl Pipeline {
                 crate::media::MediaError::NoAudio.to_string(),
             ));
         }
-        let wav = work.path().join(format!("{}.wav", job.id));
+        // Named for the worker thread too: a thread of this process that took the task over from
+        // a stalled one must not extract into (or remove) the file the other is reading.
+        let wav = work.path().join(format!("{}.{worker}.wav", job.id));
         let extracted = crate::media::extract_wav(&media, &wav);
         let recognized = extracted
             .map_err(|e| StepError::Fail(e.to_string()))
@@ -455,6 +491,7 @@ impl Pipeline {
         };
         let measured =
             crate::billing::required_cents(probe.duration_seconds, job.price_cents_per_minute);
+        self.renew(task, worker)?;
         self.store
             .settle(&job.org_id, &job.id, measured)
             .map_err(billing)?;
@@ -473,7 +510,7 @@ impl Pipeline {
         Ok(())
     }
 
-    fn format(&self, job: &JobRow, task: &Task) -> Result<(), StepError> {
+    fn format(&self, job: &JobRow, task: &Task, worker: &str) -> Result<(), StepError> {
         let settings = job_settings(job).map_err(StepError::Fail)?;
         let original = self.store.original_words(&job.id)?;
         let Some((language, stored)) = original else {
@@ -514,6 +551,7 @@ impl Pipeline {
             highlights: found_highlights,
             chapters: found_chapters,
         };
+        self.renew(task, worker)?;
         self.store
             .finish_formatting(&job.id, &formatted, task.seq, now_ms())?;
         self.queue.notify();
@@ -534,7 +572,7 @@ impl Pipeline {
         }
     }
 
-    fn clean(&self, task: &Task) -> Result<(), StepError> {
+    fn clean(&self, task: &Task, worker: &str) -> Result<(), StepError> {
         let Some(source) = self.store.clean_source(&task.job_id)? else {
             self.finish(task).map_err(StepError::Retry)?;
             return Ok(());
@@ -554,13 +592,22 @@ impl Pipeline {
             ));
         }
         let stored = encode(&cleaned);
+        self.renew(task, worker)?;
         self.store
             .finish_clean(&source.transcript_id, &stored, task.seq)?;
         tracing::info!(job = %task.job_id, "clean version ready");
         Ok(())
     }
 
-    fn fail_clean(&self, task: &Task, why: &str) -> Result<(), String> {
+    fn fail_clean(&self, task: &Task, worker: &str, why: &str) -> Result<(), String> {
+        match self.renew(task, worker) {
+            Ok(()) => {}
+            Err(StepError::Retry(e)) => return Err(e),
+            Err(_) => {
+                lost(task);
+                return Ok(());
+            }
+        }
         tracing::warn!(job = %task.job_id, "clean version failed: {why}");
         // The log keeps the whole message; the transcript's `error` shows no server path.
         let why = crate::redact::message(why);
@@ -569,12 +616,27 @@ impl Pipeline {
             .map_err(|e| e.to_string())
     }
 
-    /// Refunds the job in full, then marks it failed and drops its task.
-    fn fail_job(&self, task: &Task, why: &str) -> Result<(), String> {
+    /// Refunds the job in full, then marks it failed and drops its task — unless another worker
+    /// has taken the task over ([`Pipeline::renew`]) or the job is no longer in the pipeline's
+    /// hands (ready or failed already): then nothing is refunded or failed.
+    fn fail_job(&self, task: &Task, worker: &str, why: &str) -> Result<(), String> {
+        match self.renew(task, worker) {
+            Ok(()) => {}
+            Err(StepError::Retry(e)) => return Err(e),
+            Err(_) => {
+                tracing::warn!(job = %task.job_id, "the step failed ({why}), but its lease had run out");
+                lost(task);
+                return Ok(());
+            }
+        }
         let job = self.store.job(&task.job_id).map_err(|e| e.to_string())?;
         let Some(job) = job else {
             return self.finish(task);
         };
+        if job.status != "transcribing" && job.status != "formatting" {
+            tracing::warn!(job = %job.id, status = %job.status, "not failing a job that is no longer processed: {why}");
+            return self.finish(task);
+        }
         self.store
             .refund(&job.org_id, &job.id)
             .map_err(|e| format!("billing: {e}"))?;
@@ -585,6 +647,12 @@ impl Pipeline {
             .fail_job(&job.id, &why, task.seq, now_ms())
             .map_err(|e| e.to_string())
     }
+}
+
+/// Logs that a step's outcome was dropped because another worker took its task over.
+fn lost(task: &Task) {
+    tracing::warn!(job = %task.job_id, task = %task.kind,
+        "this worker's lease ran out mid-step and another worker took the task over: its outcome stands, this one is dropped");
 }
 
 /// The job's effective settings (defaults <- preset <- request, as layered at creation).
