@@ -17,6 +17,7 @@
 
 pub mod analysis;
 mod layout;
+mod lead_in;
 pub mod punctuate;
 pub mod qc;
 pub mod settings;
@@ -25,6 +26,7 @@ mod time;
 mod word;
 
 pub use layout::{layout, CueSplice, Layout};
+pub use lead_in::{apply_lead_in, MAX_LEAD_IN_FRAMES};
 pub use settings::{
     ContentProfile, FieldError, ForbiddenRule, PartialSettings, Settings, SubtitleMode,
 };
