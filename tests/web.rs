@@ -1418,3 +1418,189 @@ fn settings_changes_are_revisions_that_undo_and_restore_bring_back() {
     assert_eq!(data["settings"]["maxCharsPerLine"], 16);
     assert_eq!(data["transcript"]["revision"], 4);
 }
+
+/// The cues of an SRT or WebVTT file as (start, end) in milliseconds, and the file's other lines.
+fn timings(file: &str) -> (Vec<(i64, i64)>, Vec<String>) {
+    let ms = |t: &str| -> i64 {
+        let t = t.trim().replace(',', ".");
+        let (hms, frac) = t.split_once('.').expect("milliseconds");
+        let secs = hms
+            .split(':')
+            .fold(0i64, |acc, p| acc * 60 + p.parse::<i64>().expect("time"));
+        secs * 1000 + frac.parse::<i64>().expect("ms")
+    };
+    let mut cues = Vec::new();
+    let mut other = Vec::new();
+    for line in file.lines() {
+        match line.split_once(" --> ") {
+            Some((a, b)) => {
+                let (end, rest) = b.split_once(' ').unwrap_or((b, ""));
+                cues.push((ms(a), ms(end)));
+                // What follows the end time (WebVTT cue settings) stays the same too.
+                other.push(format!("--> {rest}"));
+            }
+            None => other.push(line.to_string()),
+        }
+    }
+    (cues, other)
+}
+
+#[test]
+fn the_projects_lead_in_moves_the_editors_downloads_only_and_undo_takes_it_back() {
+    let server = Server::start(&[]);
+    let org = server.org(1000, &[]);
+    let id = ready_job(&server, &org.key, "talk", &server.tone(3), "audio/wav");
+    let web = Web::sign_in(&server, &org.owner);
+    // Short lines and cues of 0.6 s at most, so that the test transcript has several cues with
+    // room before some of them, and 1 frame between them (revision 1).
+    let r = web.post_json(
+        &format!("/editor/{id}/settings"),
+        &json!({"settings": {"maxCharsPerLine": 12, "maxLinesPerSubtitle": 1, "minFramesBetweenSubtitles": 1, "maxDuration": 0.6}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["settings"]["inCueLeadInFrames"], 0);
+    let api = |f: &str| server.get(&org.key, &format!("/v1/jobs/{id}/subtitles?format={f}"));
+    let ours = |f: &str| web.get(&format!("/editor/{id}/download?format={f}"));
+    let before: Vec<Vec<u8>> = FORMATS.iter().map(|f| api(f).body).collect();
+    let transcript = server
+        .get(&org.key, &format!("/v1/jobs/{id}/transcript"))
+        .json();
+    let job = server.get(&org.key, &format!("/v1/jobs/{id}")).json();
+    for (f, b) in FORMATS.iter().zip(&before) {
+        assert_eq!(&ours(f).body, b, "lead-in 0: the editor's {f} is the API's");
+    }
+
+    // Out of range, or not a whole number of frames: refused, naming the setting and its range.
+    for bad in [json!(26), json!(-1), json!(2.5), json!("3"), json!(null)] {
+        let r = web.post_json(
+            &format!("/editor/{id}/settings"),
+            &json!({"settings": {"inCueLeadInFrames": bad}}),
+        );
+        assert_eq!(r.status, 400, "{bad}: {}", r.text());
+        let msg = r.json()["error"].as_str().unwrap_or("").to_string();
+        assert!(
+            msg.contains("settings.inCueLeadInFrames") && msg.contains("0 to 25"),
+            "{bad}: {msg}"
+        );
+    }
+    // Not one of the API's settings: a job cannot be created with it.
+    let created = server.create_job(
+        &org.key,
+        &json!({"filename": "m", "contentType": "audio/wav", "sizeBytes": 10, "durationSeconds": 3,
+                "settings": {"inCueLeadInFrames": 3}}),
+    );
+    assert_eq!(created.status, 400, "{}", created.text());
+    assert!(
+        created.text().contains("inCueLeadInFrames"),
+        "{}",
+        created.text()
+    );
+
+    // Revision 2: a lead-in of 3 frames.
+    let r = web.post_json(
+        &format!("/editor/{id}/settings"),
+        &json!({"revision": 1, "settings": {"inCueLeadInFrames": 3}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let d = r.json();
+    assert_eq!(d["settings"]["inCueLeadInFrames"], 3);
+    assert_eq!(d["transcript"]["revision"], 2);
+    // The editor's own cues still start at their first words; the API's downloads, transcript and
+    // job are as they were.
+    assert_eq!(
+        server
+            .get(&org.key, &format!("/v1/jobs/{id}/transcript"))
+            .json(),
+        transcript
+    );
+    let now = server.get(&org.key, &format!("/v1/jobs/{id}")).json();
+    let keys = |v: &Value| -> Vec<String> {
+        let mut k: Vec<String> = v.as_object().expect("object").keys().cloned().collect();
+        k.sort();
+        k
+    };
+    assert_eq!(keys(&now), keys(&job));
+    assert_eq!(now["settings"], job["settings"]);
+    assert!(!now.to_string().contains("LeadIn"), "{now}");
+    for (f, b) in FORMATS.iter().zip(&before) {
+        assert_eq!(&api(f).body, b, "the API's {f} is unchanged");
+    }
+    // SRT and WebVTT from the editor: only cue starts differ, each 0 to 3 whole frames (40 ms at
+    // 25 fps) earlier, never before 0 and never within 1 frame (minFramesBetweenSubtitles) of the
+    // previous cue's end.
+    for f in ["srt", "vtt"] {
+        let (theirs, their_lines) = timings(&api(f).text());
+        let mine = ours(f);
+        assert_eq!(mine.status, 200);
+        assert_eq!(mine.header("content-type"), api(f).header("content-type"));
+        assert_eq!(
+            mine.header("content-disposition"),
+            api(f).header("content-disposition")
+        );
+        let (mine, my_lines) = timings(&mine.text());
+        assert_eq!(my_lines, their_lines, "{f}: text and numbering unchanged");
+        assert_eq!(mine.len(), theirs.len());
+        assert!(theirs.len() >= 3, "{f}: {theirs:?}");
+        let (mut moved, mut moved_after) = (0, 0);
+        for (k, (m, t)) in mine.iter().zip(&theirs).enumerate() {
+            assert_eq!(m.1, t.1, "{f} cue {k}: the end stays");
+            let earlier = t.0 - m.0;
+            assert!(
+                (0..=120).contains(&earlier) && earlier % 40 == 0,
+                "{f} cue {k}: {earlier} ms"
+            );
+            assert!(m.0 >= 0);
+            if k > 0 {
+                let prev_end = mine[k - 1].1;
+                assert!(m.0 >= prev_end, "{f} cue {k} overlaps the one before");
+                if earlier > 0 {
+                    assert!(m.0 >= prev_end + 40, "{f} cue {k} moved into the gap");
+                    moved_after += usize::from(earlier < 120 || m.0 == prev_end + 40);
+                }
+            }
+            moved += usize::from(earlier > 0);
+        }
+        // The first cue starts at 0 (3 frames from 120 ms); a later one moves as far as the gap
+        // lets it (1200 -> 1160 ms after a cue ending at 1120 ms).
+        assert_eq!((mine[0].0, theirs[0].0), (0, 120), "{f}");
+        assert!(moved > 1 && moved_after > 0, "{f}: {mine:?} {theirs:?}");
+    }
+    // Every other format changes too, the API's never.
+    for f in FORMATS {
+        assert_ne!(ours(f).body, api(f).body, "{f}");
+    }
+    let history = web.get_json(&format!("/editor/{id}/revisions")).json();
+    assert_eq!(
+        history["revisions"][0]["note"], "Layout settings: inCueLeadInFrames 3",
+        "{history}"
+    );
+
+    // Undo (restore revision 1): no lead-in, the editor's download is the API's again.
+    let r = web.post_json(
+        &format!("/editor/{id}/restore"),
+        &json!({"revision": 2, "restore": 1, "note": "undo"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["settings"]["inCueLeadInFrames"], 0);
+    for (f, b) in FORMATS.iter().zip(&before) {
+        assert_eq!(&ours(f).body, b, "after undo: {f}");
+    }
+    // Redo, then 0 set in the panel: the same.
+    let r = web.post_json(
+        &format!("/editor/{id}/restore"),
+        &json!({"revision": 3, "restore": 2, "note": "redo"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["settings"]["inCueLeadInFrames"], 3);
+    assert_ne!(ours("srt").body, before[0]);
+    let r = web.post_json(
+        &format!("/editor/{id}/settings"),
+        &json!({"revision": 4, "settings": {"inCueLeadInFrames": 0, "maxCharsPerLine": 12, "maxDuration": 0.6}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["settings"]["inCueLeadInFrames"], 0);
+    for (f, b) in FORMATS.iter().zip(&before) {
+        assert_eq!(&ours(f).body, b, "lead-in 0 again: {f}");
+        assert_eq!(&api(f).body, b, "{f}");
+    }
+}

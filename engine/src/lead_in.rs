@@ -46,7 +46,12 @@ mod tests {
     use super::*;
 
     fn cue(index: u32, start: i64, end: i64) -> Cue {
-        Cue::from_lines(index, Millis(start), Millis(end), vec![format!("cue {index}")])
+        Cue::from_lines(
+            index,
+            Millis(start),
+            Millis(end),
+            vec![format!("cue {index}")],
+        )
     }
 
     fn starts(cues: &[Cue]) -> Vec<i64> {

@@ -252,6 +252,7 @@ pub fn word_pages(s: &dyn Store, target: usize) {
             member_id: "pages-m",
             note: "splice",
             settings: None,
+            lead_in_frames: None,
             now,
         };
         if step % 9 == 4 {
@@ -302,6 +303,7 @@ pub fn word_pages(s: &dyn Store, target: usize) {
         member_id: "pages-m",
         note: "out of range",
         settings: Some("{\"out\":true}"),
+        lead_in_frames: Some(9),
         now: now + 1,
     };
     assert!(s.save_words(&out).is_err());
@@ -309,6 +311,14 @@ pub fn word_pages(s: &dyn Store, target: usize) {
     assert_ne!(
         s.job("pages-j").expect("job").expect("found").settings,
         "{\"out\":true}"
+    );
+    // ... nor the lead-in.
+    assert_eq!(
+        s.job("pages-j")
+            .expect("job")
+            .expect("found")
+            .lead_in_frames,
+        0
     );
 
     // A settings change: the words stay, the settings and the revision move together.
@@ -328,6 +338,16 @@ pub fn word_pages(s: &dyn Store, target: usize) {
     );
     let after = s.job("pages-j").expect("job").expect("found");
     assert_eq!(after.settings, "{\"maxCharsPerLine\":30}");
+    assert_eq!(after.lead_in_frames, 9);
+    // The lead-in alone, outside an edit.
+    s.set_job_lead_in("pages-j", 3, after.updated_at)
+        .expect("lead-in");
+    let set = s.job("pages-j").expect("job").expect("found");
+    assert_eq!(
+        (set.lead_in_frames, set.settings.as_str()),
+        (3, after.settings.as_str())
+    );
+    assert!(set.updated_at > after.updated_at);
     assert!(after.updated_at > before.updated_at);
     assert_eq!(read(s), (revision + 1, encode(&words)));
 

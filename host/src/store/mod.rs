@@ -172,6 +172,9 @@ pub struct JobRow {
     pub upload_expires_at: i64,
     pub created_at: i64,
     pub updated_at: i64,
+    /// The project's lead-in in frames (`inCueLeadInFrames`, 0 = none): set in the editor's
+    /// settings, applied by the editor's downloads only, never by the API or the layout.
+    pub lead_in_frames: u32,
 }
 
 /// A new job, `uploading`.
@@ -419,6 +422,8 @@ pub struct WordsEdit<'a> {
     pub note: &'a str,
     /// The job's new settings JSON, stored with the edit (a change of the layout settings).
     pub settings: Option<&'a str>,
+    /// The job's new lead-in in frames, stored with the edit (a change of the editor's settings).
+    pub lead_in_frames: Option<u32>,
     pub now: i64,
 }
 
@@ -717,7 +722,7 @@ pub trait Store: Send + Sync {
     /// Stores an edit (compare-and-swap on the revision), in one transaction: splices the words
     /// (rewriting only the pages of words it touches, `store::pages`), bumps the revision,
     /// appends the history entry (recording the words as recognised as revision 0 before the
-    /// first edit), stores the job's new settings when the edit has them, and moves the job's
+    /// first edit), stores the job's new settings and lead-in when the edit has them, and moves the job's
     /// `updatedAt` forward by at least one millisecond. A stale revision writes nothing
     /// ([`Saved::Conflict`]); a splice outside the words fails and writes nothing.
     fn save_words(&self, edit: &WordsEdit<'_>) -> StoreResult<Saved>;
@@ -727,6 +732,9 @@ pub trait Store: Send + Sync {
     fn revision_entries(&self, transcript_id: &str, revision: i64) -> StoreResult<Vec<String>>;
     /// Replaces a job's settings JSON and moves its `updatedAt` forward.
     fn set_job_settings(&self, job_id: &str, settings: &str, now: i64) -> StoreResult<()>;
+    /// Sets a job's lead-in in frames ([`JobRow::lead_in_frames`]) and moves its `updatedAt`
+    /// forward.
+    fn set_job_lead_in(&self, job_id: &str, frames: u32, now: i64) -> StoreResult<()>;
     /// Adds a ready `translation` transcript after the job's others and moves the job's
     /// `updatedAt` forward, in one transaction; its new id.
     fn add_translation(

@@ -12,12 +12,18 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use cuecraft_engine::qc::{check, QcStyle, Rule};
-use cuecraft_engine::{layout, Break, Cue, FrameRate, Layout, Millis, Settings, Word};
-use hyper::header::{HeaderValue, ACCEPT_RANGES, CONTENT_RANGE};
+use cuecraft_engine::{
+    apply_lead_in, layout, Break, Cue, FrameRate, Layout, Millis, Settings, Word,
+    MAX_LEAD_IN_FRAMES,
+};
+use cuecraft_formats::{Format, WriteOptions};
+use hyper::header::{HeaderValue, ACCEPT_RANGES, CONTENT_DISPOSITION, CONTENT_RANGE};
 use hyper::Response;
 use serde_json::{json, Value};
 
-use crate::api::results::{job_frame_rate, job_settings, subtitle_format, subtitle_response};
+use crate::api::results::{
+    content_disposition, job_frame_rate, job_settings, subtitle_format, subtitle_response,
+};
 use crate::http::{App, Body};
 use crate::media::{MediaStore, Object};
 use crate::store::{JobRow, Member, Saved};
@@ -115,6 +121,8 @@ pub async fn page(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
          <label>Mode <select name=\"subtitleMode\"><option value=\"default\">default</option>\
          <option value=\"audiogram\">audiogram</option></select></label>\
          <label>Shift (ms) <input type=\"number\" name=\"shiftMs\" min=\"-10000\" max=\"10000\"></label>\
+         <label title=\"Downloads from the editor show each subtitle this many frames before its first word\">\
+         Lead-in (frames) <input type=\"number\" name=\"inCueLeadInFrames\" min=\"0\" max=\"25\"></label>\
          <label><input type=\"checkbox\" name=\"formatSubtitles\"> Smart formatting</label>\
          <label><input type=\"checkbox\" name=\"splitOnPunctuation\"> Split on punctuation</label>\
          <label><input type=\"checkbox\" name=\"emDashOnSpeakerChange\"> Dash on speaker change</label>\
@@ -489,6 +497,7 @@ fn editor_json(
         "warnings": view.warning_count,
     });
     out["settings"] = settings_json(&settings);
+    out["settings"][LEAD_IN] = json!(job.lead_in_frames);
     let n = view.layout.cues.len();
     let (cues, patch) = match view.since.filter(|_| patch) {
         Some(since) => {
@@ -767,10 +776,48 @@ pub async fn download(
             .unwrap_or_else(|| job.language.clone());
         let words =
             decode(&stored.words).ok_or_else(|| WebError::Internal("stored words".into()))?;
-        subtitle_response(&job, &language, &words, format, Millis::ZERO)
-            .map_err(|e| WebError::Internal(e.message()))
+        if job.lead_in_frames == 0 {
+            return subtitle_response(&job, &language, &words, format, Millis::ZERO)
+                .map_err(|e| WebError::Internal(e.message()));
+        }
+        lead_in_response(&job, &language, &words, format)
     })
     .await
+}
+
+/// The editor's download with the project's lead-in: the API's file (the same layout, writer and
+/// headers as `subtitle_response`) with each cue started up to `lead_in_frames` frames earlier
+/// (`engine::apply_lead_in`, keeping minFramesBetweenSubtitles to the previous cue's end).
+fn lead_in_response(
+    job: &JobRow,
+    language: &str,
+    words: &[Word],
+    format: Format,
+) -> Result<Response<Body>, WebError> {
+    let settings = job_settings(job).map_err(|e| WebError::Internal(e.message()))?;
+    let frame_rate = job_frame_rate(job);
+    let mut cues = layout(words, &settings, frame_rate);
+    apply_lead_in(
+        &mut cues,
+        frame_rate,
+        job.lead_in_frames,
+        settings.min_frames_between_subtitles,
+    );
+    let opts = WriteOptions {
+        offset: Millis::ZERO,
+        frame_rate,
+        language: language.to_string(),
+        title: job.name.clone(),
+        max_chars_per_line: settings.max_chars_per_line,
+    };
+    let bytes = cuecraft_formats::to_vec(format, &cues, &opts)
+        .map_err(|e| WebError::Internal(format!("writing {}: {e}", format.extension())))?;
+    let mut resp = respond_bytes(200, format.content_type(), bytes);
+    let filename = format!("{}_{}.{}", job.name, language, format.extension());
+    if let Ok(v) = HeaderValue::from_str(&content_disposition(&filename)) {
+        resp.headers_mut().insert(CONTENT_DISPOSITION, v);
+    }
+    Ok(resp)
 }
 
 /// GET /editor/{id}/revisions?transcript=T: the history, newest first.
@@ -1002,6 +1049,9 @@ struct Saving<'a, C> {
     /// The job's new settings (a restore of a revision laid out under others), stored in the
     /// same transaction; `job.settings` are already these.
     settings: Option<&'a str>,
+    /// The job's new lead-in (a restore of a revision under another), stored in the same
+    /// transaction; `job.lead_in_frames` is already this.
+    lead_in_frames: Option<u32>,
     /// Refuses the edit from the view of the new words (a merge the layout cannot keep).
     check: C,
 }
@@ -1071,6 +1121,7 @@ fn save(
         member_id: &member.id,
         note,
         settings: how.settings,
+        lead_in_frames: how.lead_in_frames,
         now: now_ms(),
     });
     let revision = match saved {
@@ -1260,6 +1311,7 @@ pub async fn edit(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
             &body,
             Saving {
                 settings: None,
+                lead_in_frames: None,
                 check,
             },
         )
@@ -1350,17 +1402,17 @@ pub async fn restore(
             )));
         };
         let words = replay(entries).ok_or_else(|| WebError::Internal("stored history".into()))?;
-        // The layout settings in force at that revision, when this history changed them: saved
-        // with the words in one transaction, and the words laid out under them.
+        // The layout settings and the lead-in in force at that revision, when this history
+        // changed them: saved with the words in one transaction, and the words laid out under
+        // them.
         let restored = settings_at(&all, entries.len())
             .filter(|s| serde_json::from_str::<Value>(&job.settings).ok().as_ref() != Some(s))
             .map(|s| s.to_string());
-        let job = match &restored {
-            Some(settings) => JobRow {
-                settings: settings.clone(),
-                ..job
-            },
-            None => job,
+        let lead_in = lead_in_at(&all, entries.len()).filter(|f| *f != job.lead_in_frames);
+        let job = JobRow {
+            settings: restored.clone().unwrap_or(job.settings),
+            lead_in_frames: lead_in.unwrap_or(job.lead_in_frames),
+            ..job
         };
         let note = match body.get("note").and_then(Value::as_str) {
             Some("undo") => format!("Undo (back to revision {wanted})"),
@@ -1380,6 +1432,7 @@ pub async fn restore(
             &body,
             Saving {
                 settings: restored.as_deref(),
+                lead_in_frames: lead_in,
                 check: |_: &View| Ok(()),
             },
         )
@@ -1405,8 +1458,26 @@ pub const EDITABLE_SETTINGS: &[&str] = &[
     "shiftMs",
 ];
 
+/// The editor's name of the project's lead-in (frames), shown and sent beside the layout settings
+/// but stored apart from the job's settings (`JobRow::lead_in_frames`): not one of the API's.
+pub const LEAD_IN: &str = "inCueLeadInFrames";
+
+/// The lead-in a request sets: a whole number of frames from 0 to `MAX_LEAD_IN_FRAMES`.
+fn lead_in_frames(v: &Value) -> Result<u32, WebError> {
+    v.as_u64()
+        .and_then(|n| u32::try_from(n).ok())
+        .filter(|n| *n <= MAX_LEAD_IN_FRAMES)
+        .ok_or_else(|| {
+            WebError::BadRequest(format!(
+                "settings.{LEAD_IN}: the lead-in must be a whole number of frames from 0 to \
+                 {MAX_LEAD_IN_FRAMES}."
+            ))
+        })
+}
+
 /// POST /editor/{id}/settings: `{settings: {...}}` layered over the job's settings (the API's
-/// validation, every problem named), stored, and the cues re-laid out at once.
+/// validation, every problem named), stored, and the cues re-laid out at once. The settings may
+/// carry the project's lead-in (`inCueLeadInFrames`), stored with the job apart from them.
 pub async fn settings(
     app: &Arc<App>,
     req: &WebRequest,
@@ -1419,6 +1490,12 @@ pub async fn settings(
     let Some(new) = body.get("settings").and_then(Value::as_object) else {
         return Err(WebError::BadRequest("`settings` must be an object.".into()));
     };
+    // The lead-in is the project's own, not one of the API's settings: it is stored apart.
+    let mut new = new.clone();
+    let lead_in = new
+        .remove(LEAD_IN)
+        .map(|v| lead_in_frames(&v))
+        .transpose()?;
     if let Some(k) = new
         .keys()
         .find(|k| !EDITABLE_SETTINGS.contains(&k.as_str()))
@@ -1461,8 +1538,13 @@ pub async fn settings(
             _ => None,
         };
         let new_json = merged.to_json();
+        let new_lead_in = lead_in.unwrap_or(job.lead_in_frames);
+        let lead_in_changed = new_lead_in != job.lead_in_frames;
         if job.status != "ready" {
             c.set_job_settings(&jid, &new_json.to_string(), now_ms())?;
+            if lead_in_changed {
+                c.set_job_lead_in(&jid, new_lead_in, now_ms())?;
+            }
             let job = c.job(&jid)?.ok_or(WebError::NotFound)?;
             return editor_json(&app2, c, &job, transcript.as_deref(), None, false);
         }
@@ -1480,13 +1562,15 @@ pub async fn settings(
         let old_json = current.to_json();
         // What changed, as the editor shows the settings (defaults included).
         let shown = |j: &JobRow| -> Result<Value, WebError> {
-            Ok(settings_json(
-                &job_settings(j).map_err(|e| WebError::Internal(e.message()))?,
-            ))
+            let mut v =
+                settings_json(&job_settings(j).map_err(|e| WebError::Internal(e.message()))?);
+            v[LEAD_IN] = json!(j.lead_in_frames);
+            Ok(v)
         };
         let old_shown = shown(&job)?;
         let new_shown = shown(&JobRow {
             settings: new_json.to_string(),
+            lead_in_frames: new_lead_in,
             ..job.clone()
         })?;
         let changed: Vec<String> = new_shown
@@ -1499,10 +1583,15 @@ pub async fn settings(
         if changed.is_empty() {
             return editor_json(&app2, c, &job, Some(&tid), None, false);
         }
-        let change = json!({
+        let mut change = json!({
             "from": 0, "remove": 0, "insert": [],
             "settings": new_json, "before": old_json,
         });
+        if lead_in_changed {
+            // The lead-in before and after, as `lead_in_at` reads them back for undo and restore.
+            change["leadIn"] = json!(new_lead_in);
+            change["leadInBefore"] = json!(job.lead_in_frames);
+        }
         // The words stay; the settings are stored in the edit's transaction.
         let saved = c.save_words(&crate::store::WordsEdit {
             job_id: &jid,
@@ -1515,6 +1604,7 @@ pub async fn settings(
             member_id: &session.member.id,
             note: &format!("Layout settings: {}", changed.join(", ")),
             settings: Some(&new_json.to_string()),
+            lead_in_frames: lead_in_changed.then_some(new_lead_in),
             now: now_ms(),
         })?;
         let new_revision = match saved {
@@ -1770,6 +1860,36 @@ pub fn settings_at(entries: &[String], n: usize) -> Option<Value> {
         .iter()
         .find_map(parsed)
         .and_then(|v| v.get("before").cloned())
+}
+
+/// The lead-in in force at the revision whose history is `entries[..n]`: the last change of it
+/// up to there, else the value before the first change after; `None` when the history never
+/// changed it.
+pub fn lead_in_at(entries: &[String], n: usize) -> Option<u32> {
+    let parsed = |e: &String| -> Option<Value> {
+        if !e.starts_with('{') || !e.contains("\"leadIn\"") {
+            return None;
+        }
+        serde_json::from_str::<Value>(e)
+            .ok()
+            .filter(|v| v.get("leadIn").is_some())
+    };
+    let frames = |v: Option<&Value>| {
+        v.and_then(Value::as_u64)
+            .and_then(|f| u32::try_from(f).ok())
+    };
+    if let Some(v) = entries[..n.min(entries.len())]
+        .iter()
+        .rev()
+        .find_map(parsed)
+    {
+        return frames(v.get("leadIn"));
+    }
+    entries
+        .get(n..)?
+        .iter()
+        .find_map(parsed)
+        .and_then(|v| frames(v.get("leadInBefore")))
 }
 
 /// The words of a revision from its history entries: the first whole, each later one a splice.

@@ -220,6 +220,8 @@ pub const MAIN: &[&str] = &[
     WHERE t.words IS NOT NULL
     GROUP BY t.id, (e.k - 1) / 1000;
     ALTER TABLE transcripts DROP COLUMN words;",
+    // 4: the project's lead-in in frames (the SQLite store's migration 7).
+    "ALTER TABLE jobs ADD COLUMN lead_in_frames BIGINT NOT NULL DEFAULT 0;",
 ];
 
 /// Migrations of the ledger's schema `billing`, in order.

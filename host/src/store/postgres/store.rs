@@ -214,6 +214,7 @@ fn job_from_row(r: &Row) -> JobRow {
         upload_expires_at: r.get(15),
         created_at: r.get(16),
         updated_at: r.get(17),
+        lead_in_frames: frame(r.get(18)).unwrap_or(0),
     }
 }
 
@@ -224,7 +225,7 @@ fn load_job(c: &mut Conn, id: &str) -> Result<Option<JobRow>, postgres::Error> {
     const SQL: &str =
         "SELECT id, org_id, name, filename, content_type, size_bytes, declared_seconds,
         measured_seconds, price_cents_per_minute, settings, status, error, language, frame_num,
-        frame_den, upload_expires_at, created_at, updated_at FROM jobs WHERE id = $1";
+        frame_den, upload_expires_at, created_at, updated_at, lead_in_frames FROM jobs WHERE id = $1";
     Ok(query_opt(c, SQL, &[&id])?.map(|r| job_from_row(&r)))
 }
 
@@ -1366,6 +1367,13 @@ impl Store for PostgresStore {
                 ),
             }
             .map_err(err)?;
+            if let Some(frames) = e.lead_in_frames {
+                tx.execute(
+                    "UPDATE jobs SET lead_in_frames = $1 WHERE id = $2",
+                    &[&i64::from(frames), &e.job_id],
+                )
+                .map_err(err)?;
+            }
             tx.commit().map_err(err)?;
             Ok(Saved::Revision(next))
         })
@@ -1416,6 +1424,18 @@ impl Store for PostgresStore {
                 c,
                 "UPDATE jobs SET settings = $1, updated_at = GREATEST($2, updated_at + 1) WHERE id = $3",
                 &[&settings, &now, &job_id],
+            )
+            .map(|_| ())
+        })
+    }
+
+    fn set_job_lead_in(&self, job_id: &str, frames: u32, now: i64) -> StoreResult<()> {
+        self.main(|c| {
+            execute(
+                c,
+                "UPDATE jobs SET lead_in_frames = $1, updated_at = GREATEST($2, updated_at + 1)
+                 WHERE id = $3",
+                &[&i64::from(frames), &now, &job_id],
             )
             .map(|_| ())
         })

@@ -564,6 +564,7 @@ fn a_job_goes_through_every_transition_and_the_web_reads_it() {
         member_id: "m1",
         note: "Edited",
         settings: None,
+        lead_in_frames: None,
         now: 30_000,
     };
     assert_eq!(s.save_words(&edit(0)).expect("save"), Saved::Revision(1));
@@ -849,6 +850,7 @@ fn migration_3_moves_stored_lists_into_pages_byte_for_byte() {
         member_id: "m",
         note: "n",
         settings: None,
+        lead_in_frames: None,
         now: 1,
     })
     .expect("save");

@@ -10,7 +10,7 @@ use crate::store::{
 
 const JOB_COLUMNS: &str = "id, org_id, name, filename, content_type, size_bytes, declared_seconds,
     measured_seconds, price_cents_per_minute, settings, status, error, language, frame_num,
-    frame_den, upload_expires_at, created_at, updated_at";
+    frame_den, upload_expires_at, created_at, updated_at, lead_in_frames";
 
 fn job_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<JobRow> {
     Ok(JobRow {
@@ -32,6 +32,7 @@ fn job_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<JobRow> {
         upload_expires_at: r.get(15)?,
         created_at: r.get(16)?,
         updated_at: r.get(17)?,
+        lead_in_frames: r.get(18)?,
     })
 }
 

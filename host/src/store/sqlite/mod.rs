@@ -200,6 +200,9 @@ pub(crate) const MAIN_MIGRATIONS: &[&str] = &[
         words TEXT NOT NULL,
         PRIMARY KEY (transcript_id, page)
     );",
+    // 7: the project's lead-in in frames (`inCueLeadInFrames`), set in the editor's settings and
+    // applied by the editor's downloads only; 0 (none) for every job until a member sets it.
+    "ALTER TABLE jobs ADD COLUMN lead_in_frames INTEGER NOT NULL DEFAULT 0;",
 ];
 
 /// Steps of migrations that SQL alone cannot take, run after that version's SQL in its
@@ -877,6 +880,10 @@ impl Store for SqliteStore {
 
     fn set_job_settings(&self, job_id: &str, settings: &str, now: i64) -> StoreResult<()> {
         self.main(|c| web::set_job_settings(c, job_id, settings, now))
+    }
+
+    fn set_job_lead_in(&self, job_id: &str, frames: u32, now: i64) -> StoreResult<()> {
+        self.main(|c| web::set_job_lead_in(c, job_id, frames, now))
     }
 
     fn add_translation(

@@ -420,6 +420,12 @@ pub fn save_words(c: &mut Connection, e: &WordsEdit<'_>, g: Geometry) -> rusqlit
             params![e.now, e.job_id],
         )?,
     };
+    if let Some(frames) = e.lead_in_frames {
+        tx.execute(
+            "UPDATE jobs SET lead_in_frames = ?1 WHERE id = ?2",
+            params![frames, e.job_id],
+        )?;
+    }
     tx.commit()?;
     Ok(Saved::Revision(next))
 }
@@ -489,6 +495,20 @@ pub fn set_job_settings(
     c.execute(
         "UPDATE jobs SET settings = ?1, updated_at = MAX(?2, updated_at + 1) WHERE id = ?3",
         params![settings, now, job_id],
+    )?;
+    Ok(())
+}
+
+/// Sets a job's lead-in in frames and moves its `updatedAt` forward.
+pub fn set_job_lead_in(
+    c: &Connection,
+    job_id: &str,
+    frames: u32,
+    now: i64,
+) -> rusqlite::Result<()> {
+    c.execute(
+        "UPDATE jobs SET lead_in_frames = ?1, updated_at = MAX(?2, updated_at + 1) WHERE id = ?3",
+        params![frames, now, job_id],
     )?;
     Ok(())
 }
