@@ -267,6 +267,34 @@ with sync_playwright() as pw:
         assert ours == theirs, fmt
         print("  ", fmt, len(ours), "bytes equal", flush=True)
 
+    step("a lead-in set in the panel: the editor's downloads start cues earlier, the API's do not")
+    page.fill('#settings-form input[name="inCueLeadInFrames"]', "2")
+    page.click("#settings-form button[type=submit]")
+    revision(page, 14)
+    expect(page.locator("#history")).to_contain_text("Layout settings: inCueLeadInFrames 2")
+    with page.expect_download() as info:
+        page.click('a.download[data-format="srt"]')
+    ours = open(info.value.path(), "rb").read().decode()
+    theirs = api(f"/v1/jobs/{cfg['audio']}/subtitles?format=srt").decode()
+
+    def ms(t):
+        h, m, rest = t.split(":")
+        sec, milli = rest.split(",")
+        return ((int(h) * 60 + int(m)) * 60 + int(sec)) * 1000 + int(milli)
+
+    first = lambda srt: next(l for l in srt.splitlines() if " --> " in l).split(" --> ")
+    (o_start, o_end), (t_start, t_end) = first(ours), first(theirs)
+    # 2 frames at 25 fps: 80 ms earlier (never before 0); the end and the text as they were.
+    assert ms(o_start) == max(0, ms(t_start) - 80) and o_end == t_end, (o_start, t_start)
+    assert ours != theirs and ours.count(" --> ") == theirs.count(" --> ")
+    print("   first cue", t_start, "->", o_start, flush=True)
+    page.click("#undo")
+    revision(page, 15)
+    expect(page.locator('#settings-form input[name="inCueLeadInFrames"]')).to_have_value("0")
+    with page.expect_download() as info:
+        page.click('a.download[data-format="srt"]')
+    assert open(info.value.path(), "rb").read() == api(f"/v1/jobs/{cfg['audio']}/subtitles?format=srt")
+
     step("the clean version side by side with the original")
     page.select_option("#transcript", label="Clean version (en)")
     expect(page.locator("#beside-head")).to_be_visible()
