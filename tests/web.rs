@@ -1593,6 +1593,15 @@ fn the_projects_lead_in_moves_the_editors_downloads_only_and_undo_takes_it_back(
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json()["settings"]["inCueLeadInFrames"], 3);
     assert_ne!(ours("srt").body, before[0]);
+    // A stale restore changes neither the words nor the lead-in.
+    let r = web.post_json(
+        &format!("/editor/{id}/restore"),
+        &json!({"revision": 3, "restore": 1, "note": "undo"}),
+    );
+    assert_eq!(r.status, 409, "{}", r.text());
+    let d = web.get_json(&format!("/editor/{id}/data")).json();
+    assert_eq!(d["settings"]["inCueLeadInFrames"], 3, "{}", d["settings"]);
+    assert_ne!(ours("srt").body, before[0]);
     let r = web.post_json(
         &format!("/editor/{id}/settings"),
         &json!({"revision": 4, "settings": {"inCueLeadInFrames": 0, "maxCharsPerLine": 12, "maxDuration": 0.6}}),
