@@ -1927,6 +1927,32 @@ mod tests {
     }
 
     #[test]
+    fn the_lead_in_at_a_revision_is_the_last_change_before_or_the_one_the_next_change_replaced() {
+        let settings = |extra: &str| {
+            format!(
+                "{{\"from\":0,\"remove\":0,\"insert\":[],\"settings\":{{}},\"before\":{{}}{extra}}}"
+            )
+        };
+        let entries = vec![
+            encode(&words()),
+            splice_json(0, 1, "[]"),
+            settings(""),
+            settings(",\"leadIn\":3,\"leadInBefore\":0"),
+            splice_json(0, 0, "[]"),
+            settings(",\"leadIn\":5,\"leadInBefore\":3"),
+        ];
+        // Revisions 0-2 (entries[..1] to entries[..3]): before the first change, its `before`.
+        assert_eq!(lead_in_at(&entries, 1), Some(0));
+        assert_eq!(lead_in_at(&entries, 3), Some(0));
+        assert_eq!(lead_in_at(&entries, 4), Some(3));
+        assert_eq!(lead_in_at(&entries, 5), Some(3));
+        assert_eq!(lead_in_at(&entries, 6), Some(5));
+        // A history that never changed it: none, so a restore leaves the job's alone.
+        assert_eq!(lead_in_at(&entries[..3], 1), None);
+        assert_eq!(lead_in_at(&entries[..3], 3), None);
+    }
+
+    #[test]
     fn history_splices_replay_to_every_revision() {
         let base = words();
         let mut edited = base.clone();
