@@ -10,6 +10,8 @@ use std::process::Command;
 
 use serde_json::json;
 
+use cuecraft_host::media::Object;
+
 use crate::common::Server;
 use crate::web::{link_path, ready_job};
 
@@ -83,6 +85,21 @@ fn the_editor_works_in_chromium() {
     );
     assert_eq!(pending.status, 201, "{}", pending.text());
     let pending = pending.json();
+    // A GET without Range has the whole proxy, byte for byte, its length announced (the
+    // browser's own requests below ask for ranges).
+    let web = crate::web::Web::sign_in(&server, &org.owner);
+    let media = server.media_store();
+    for (id, object) in [(&audio, Object::AudioProxy), (&video, Object::VideoProxy)] {
+        let proxy = media.read(id, object).expect("read").expect("the proxy");
+        let whole = web.get(&format!("/editor/{id}/media"));
+        assert_eq!(whole.status, 200, "{id}");
+        assert_eq!(
+            whole.header("content-length"),
+            Some(proxy.len().to_string().as_str())
+        );
+        assert_eq!(whole.header("accept-ranges"), Some("bytes"));
+        assert!(whole.body == proxy, "{id}: the body differs from the proxy");
+    }
     let shots = root.join("target/screenshots");
     std::fs::create_dir_all(&shots).expect("screenshot dir");
     let cfg = json!({

@@ -428,6 +428,10 @@ mod s3 {
         assert_eq!(whole.status, 200);
         assert_eq!(whole.header("content-type"), Some("audio/webm"));
         assert!(whole.body.starts_with(&[0x1a, 0x45, 0xdf, 0xa3]), "WebM");
+        assert_eq!(
+            whole.header("content-length"),
+            Some(whole.body.len().to_string().as_str())
+        );
         let part = crate::common::request(
             server.port,
             "GET",

@@ -812,6 +812,24 @@ impl Server {
             .unwrap_or_default()
     }
 
+    /// The server's media store, opened as the server opened it (its data directory, or the
+    /// bucket prefix of `--media s3://...`), to read what it stored.
+    pub fn media_store(&self) -> Box<dyn cuecraft_host::media::MediaStore> {
+        let spec = self.media_args().get(1).cloned();
+        if let Some(url) = spec.as_deref().filter(|s| s.starts_with("s3://")) {
+            #[cfg(feature = "s3")]
+            return Box::new(s3::seaweed().store_at(url));
+            #[cfg(not(feature = "s3"))]
+            panic!("{url}: the tests need --features s3");
+        }
+        let dir = spec
+            .as_deref()
+            .and_then(|s| s.strip_prefix("file://"))
+            .map(PathBuf::from)
+            .unwrap_or_else(|| self.data_dir().join("media"));
+        Box::new(cuecraft_host::media::LocalDirectory::open(&dir).expect("media directory"))
+    }
+
     /// The environment the server's media store needs (the bucket's credentials; none for a
     /// directory), for the other processes that share its media.
     pub fn media_env(&self) -> Vec<(String, String)> {

@@ -1,7 +1,6 @@
 //! The OpenAPI document of the /v1 API, served as written.
 
 use bytes::Bytes;
-use http_body_util::Full;
 use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::Response;
 
@@ -9,7 +8,7 @@ use crate::http::Body;
 
 /// The OpenAPI document, served as written.
 pub fn openapi_response() -> Response<Body> {
-    let mut resp = Response::new(Full::new(Bytes::from_static(OPENAPI.as_bytes())));
+    let mut resp = Response::new(Body::full(Bytes::from_static(OPENAPI.as_bytes())));
     resp.headers_mut().insert(
         CONTENT_TYPE,
         HeaderValue::from_static("application/json; charset=utf-8"),

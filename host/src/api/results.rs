@@ -9,11 +9,9 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
 use cuecraft_engine::text::{transcript_text, truncate_cues};
 use cuecraft_engine::{layout, Cue, FrameRate, Millis, PartialSettings, Settings, Word};
 use cuecraft_formats::{Format, WriteOptions};
-use http_body_util::Full;
 use hyper::header::{HeaderValue, CONTENT_DISPOSITION, CONTENT_TYPE};
 use hyper::{HeaderMap, Response};
 use serde_json::{json, Value};
@@ -225,7 +223,7 @@ pub async fn transcript(
     let cues = loaded.cues(&settings);
     if text {
         let (body, truncated) = transcript_text(&cues, max_chars);
-        let mut resp = Response::new(Full::new(Bytes::from(body)));
+        let mut resp = Response::new(Body::full(body));
         resp.headers_mut().insert(
             CONTENT_TYPE,
             HeaderValue::from_static("text/plain; charset=utf-8"),
@@ -341,7 +339,7 @@ pub fn subtitle_response(
     let bytes = cuecraft_formats::to_vec(format, &cues, &opts)
         .map_err(|e| ApiError::Internal(format!("writing {}: {e}", format.extension())))?;
     let filename = format!("{}_{}.{}", job.name, language, format.extension());
-    let mut resp = Response::new(Full::new(Bytes::from(bytes)));
+    let mut resp = Response::new(Body::full(bytes));
     resp.headers_mut().insert(
         CONTENT_TYPE,
         HeaderValue::from_static(format.content_type()),

@@ -2,6 +2,7 @@
 //! type, the caller, JSON responses. The router (`server`) imports the handlers (`crate::api`,
 //! `crate::web`), and they import this module: the dependency points down only.
 
+pub mod body;
 pub mod claims;
 pub mod error;
 pub mod front;
@@ -11,8 +12,6 @@ pub mod server;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use bytes::Bytes;
-use http_body_util::Full;
 use hyper::header::{HeaderValue, ALLOW, CONTENT_TYPE, RETRY_AFTER};
 use hyper::{Response, StatusCode};
 use serde_json::Value;
@@ -22,8 +21,7 @@ use crate::http::ratelimit::RateLimit;
 pub use crate::store::Caller;
 use crate::store::{Store, Wake};
 
-/// The response body type of every handler.
-pub type Body = Full<Bytes>;
+pub use body::Body;
 
 /// The server's settings.
 #[derive(Debug, Clone)]
@@ -76,7 +74,7 @@ impl App {
 /// A JSON response with `status`.
 pub fn json_response(status: u16, value: &Value) -> Response<Body> {
     let body = serde_json::to_vec(value).unwrap_or_default();
-    let mut resp = Response::new(Full::new(Bytes::from(body)));
+    let mut resp = Response::new(Body::full(body));
     *resp.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
     resp.headers_mut().insert(
         CONTENT_TYPE,

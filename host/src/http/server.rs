@@ -9,8 +9,6 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CACHE_CONTROL};
 use hyper::server::conn::http1;
@@ -205,7 +203,7 @@ fn without_body(resp: &mut Response<Body>) {
     let len = resp.body().size_hint().exact().unwrap_or(0);
     resp.headers_mut()
         .insert(hyper::header::CONTENT_LENGTH, HeaderValue::from(len));
-    *resp.body_mut() = Full::new(Bytes::new());
+    *resp.body_mut() = Body::empty();
 }
 
 /// The one place every application response passes through: the handler's response, the JSON

@@ -10,14 +10,15 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
 use cuecraft_engine::qc::{check, QcStyle, Rule};
 use cuecraft_engine::{
     apply_lead_in, layout, Break, Cue, FrameRate, Layout, Millis, Settings, Word,
     MAX_LEAD_IN_FRAMES,
 };
 use cuecraft_formats::{Format, WriteOptions};
-use hyper::header::{HeaderValue, ACCEPT_RANGES, CONTENT_DISPOSITION, CONTENT_RANGE};
+use hyper::header::{
+    HeaderValue, ACCEPT_RANGES, CONTENT_DISPOSITION, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE,
+};
 use hyper::Response;
 use serde_json::{json, Value};
 
@@ -39,6 +40,9 @@ use super::{
 
 /// The largest piece of media one range response carries; the browser asks for the rest.
 const MAX_RANGE: u64 = 8 << 20;
+/// The media proxy is streamed in pieces of this size (one range read of the media store each):
+/// a response holds a few of them in memory, whatever the proxy's size.
+const MEDIA_PIECE: u64 = 1 << 20;
 
 fn check_id(id: &str) -> Result<(), WebError> {
     if is_id(id) {
@@ -688,44 +692,54 @@ pub async fn media(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Respons
         .get(hyper::header::RANGE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    let resp = tokio::task::spawn_blocking(move || -> Result<Response<Body>, WebError> {
-        let (object, len, ct) = proxy(store.as_ref(), &jid)?.ok_or(WebError::NotFound)?;
-        let read = |first: u64, n: u64| {
-            store
-                .read_range(&jid, object, first, n)
-                .map_err(|e| WebError::Internal(format!("media store: {e}")))
-        };
-        let parsed = range.as_deref().and_then(|r| parse_range(r, len));
-        match parsed {
-            None => {
-                let all = read(0, len)?;
-                let mut resp = respond_bytes(200, ct, all);
-                resp.headers_mut()
-                    .insert(ACCEPT_RANGES, HeaderValue::from_static("bytes"));
-                Ok(resp)
-            }
-            Some(Err(())) => {
-                let mut resp = respond_bytes(416, "text/plain; charset=utf-8", Bytes::new());
-                if let Ok(v) = HeaderValue::from_str(&format!("bytes */{len}")) {
-                    resp.headers_mut().insert(CONTENT_RANGE, v);
-                }
-                Ok(resp)
-            }
-            Some(Ok((first, last))) => {
-                let last = last.min(first + MAX_RANGE - 1);
-                let part = read(first, last - first + 1)?;
-                let mut resp = respond_bytes(206, ct, part);
-                resp.headers_mut()
-                    .insert(ACCEPT_RANGES, HeaderValue::from_static("bytes"));
-                if let Ok(v) = HeaderValue::from_str(&format!("bytes {first}-{last}/{len}")) {
-                    resp.headers_mut().insert(CONTENT_RANGE, v);
-                }
-                Ok(resp)
-            }
+    let found = {
+        let store = store.clone();
+        let jid = jid.clone();
+        tokio::task::spawn_blocking(move || proxy(store.as_ref(), &jid))
+            .await
+            .map_err(|e| WebError::Internal(e.to_string()))??
+    };
+    let (object, len, ct) = found.ok_or(WebError::NotFound)?;
+    // The bytes `first..first + n` of the proxy, streamed from the media store a piece at a
+    // time (a range read each: a file's seek and read, a bucket's ranged GET).
+    let stream = |first: u64, n: u64| {
+        Body::stream(n, MEDIA_PIECE, move |at, piece| {
+            store.read_range(&jid, object, first + at, piece)
+        })
+    };
+    let (status, body, content_range) = match range.as_deref().and_then(|r| parse_range(r, len)) {
+        None => (200, stream(0, len), None),
+        Some(Err(())) => (416, Body::empty(), Some(format!("bytes */{len}"))),
+        Some(Ok((first, last))) => {
+            let last = last.min(first + MAX_RANGE - 1);
+            let n = last - first + 1;
+            (
+                206,
+                stream(first, n),
+                Some(format!("bytes {first}-{last}/{len}")),
+            )
         }
-    })
-    .await
-    .map_err(|e| WebError::Internal(e.to_string()))??;
+    };
+    let mut resp = Response::new(body);
+    *resp.status_mut() = hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::OK);
+    let headers = resp.headers_mut();
+    let content_type = if status == 416 {
+        "text/plain; charset=utf-8"
+    } else {
+        ct
+    };
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    if status != 416 {
+        headers.insert(ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    }
+    if let Some(v) = content_range.and_then(|v| HeaderValue::from_str(&v).ok()) {
+        headers.insert(CONTENT_RANGE, v);
+    }
+    let length = hyper::body::Body::size_hint(resp.body())
+        .exact()
+        .unwrap_or(0);
+    resp.headers_mut()
+        .insert(CONTENT_LENGTH, HeaderValue::from(length));
     Ok(resp)
 }
 

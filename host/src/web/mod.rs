@@ -18,7 +18,7 @@ mod projects;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CONTENT_TYPE, LOCATION, SET_COOKIE};
 use hyper::{HeaderMap, Method, Request, Response, StatusCode};
@@ -205,7 +205,7 @@ pub fn respond_bytes(
     content_type: &'static str,
     body: impl Into<Bytes>,
 ) -> Response<Body> {
-    let mut resp = Response::new(Full::new(body.into()));
+    let mut resp = Response::new(Body::full(body));
     *resp.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
     resp.headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
