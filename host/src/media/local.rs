@@ -5,11 +5,11 @@
 //! (`*.part`, renamed into place when complete, so a reader never sees half an object).
 
 use std::fs::File;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::{LocalFile, MediaStore, Object, ObjectWriter};
+use super::{LocalFile, MediaStore, Object, ObjectWriter, PartWriter};
 
 /// A `.part` file untouched this long belongs to a write that has ended: an upload is refused
 /// after 60 s without a byte, and ffmpeg's outputs are written in `work/`, not here.
@@ -125,12 +125,7 @@ impl MediaStore for LocalDirectory {
     fn create(&self, job_id: &str, object: Object) -> io::Result<Box<dyn ObjectWriter>> {
         let tmp = self.temp_path(job_id, object)?;
         let dest = self.path(job_id, object)?;
-        let file = File::create(&tmp)?;
-        Ok(Box::new(LocalWriter {
-            out: Some(io::BufWriter::with_capacity(1 << 20, file)),
-            tmp,
-            dest,
-        }))
+        PartWriter::create(tmp, move |tmp| std::fs::rename(tmp, dest))
     }
 
     fn put_file(&self, job_id: &str, object: Object, file: &Path) -> io::Result<()> {
@@ -194,54 +189,5 @@ impl MediaStore for LocalDirectory {
 
     fn discard_upload(&self, _job_id: &str) -> io::Result<()> {
         Ok(())
-    }
-}
-
-/// A file being written under `tmp/`, renamed into place on commit, removed otherwise.
-struct LocalWriter {
-    out: Option<io::BufWriter<File>>,
-    tmp: PathBuf,
-    dest: PathBuf,
-}
-
-impl Write for LocalWriter {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.out
-            .as_mut()
-            .ok_or_else(|| io::Error::other("written after commit"))?
-            .write(buf)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        match self.out.as_mut() {
-            Some(out) => out.flush(),
-            None => Ok(()),
-        }
-    }
-}
-
-impl ObjectWriter for LocalWriter {
-    fn commit(mut self: Box<Self>) -> io::Result<()> {
-        let out = self
-            .out
-            .take()
-            .ok_or_else(|| io::Error::other("committed twice"))?;
-        // Not fsynced: a process crash keeps the page cache; after a power loss a damaged
-        // upload fails its job with a refund (ARCHITECTURE.md, presigned upload).
-        out.into_inner().map_err(|e| e.into_error())?;
-        let renamed = std::fs::rename(&self.tmp, &self.dest);
-        if renamed.is_ok() {
-            self.tmp = PathBuf::new();
-        }
-        renamed
-    }
-}
-
-impl Drop for LocalWriter {
-    fn drop(&mut self) {
-        self.out = None;
-        if !self.tmp.as_os_str().is_empty() {
-            let _ = std::fs::remove_file(&self.tmp);
-        }
     }
 }

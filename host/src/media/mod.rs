@@ -122,6 +122,74 @@ pub trait ObjectWriter: io::Write + Send {
     fn commit(self: Box<Self>) -> io::Result<()>;
 }
 
+/// An object being written through a local file under a temporary name (buffered), handed on
+/// commit to `place` (renamed into place on a local directory, uploaded to a bucket); the
+/// temporary file is removed when the writer drops (after a rename there is nothing left to
+/// remove), so an abandoned write leaves nothing behind.
+struct PartWriter<P> {
+    out: Option<io::BufWriter<std::fs::File>>,
+    tmp: PathBuf,
+    place: Option<P>,
+}
+
+impl<P> PartWriter<P>
+where
+    P: FnOnce(&Path) -> io::Result<()> + Send + 'static,
+{
+    /// Creates `tmp`, to be handed to `place` on commit.
+    fn create(tmp: PathBuf, place: P) -> io::Result<Box<dyn ObjectWriter>> {
+        let file = std::fs::File::create(&tmp)?;
+        Ok(Box::new(PartWriter {
+            out: Some(io::BufWriter::with_capacity(1 << 20, file)),
+            tmp,
+            place: Some(place),
+        }))
+    }
+}
+
+impl<P: Send> io::Write for PartWriter<P> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.out
+            .as_mut()
+            .ok_or_else(|| io::Error::other("written after commit"))?
+            .write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self.out.as_mut() {
+            Some(out) => out.flush(),
+            None => Ok(()),
+        }
+    }
+}
+
+impl<P> ObjectWriter for PartWriter<P>
+where
+    P: FnOnce(&Path) -> io::Result<()> + Send + 'static,
+{
+    fn commit(mut self: Box<Self>) -> io::Result<()> {
+        let out = self
+            .out
+            .take()
+            .ok_or_else(|| io::Error::other("committed twice"))?;
+        // Not fsynced: a process crash keeps the page cache; after a power loss a damaged
+        // upload fails its job with a refund (ARCHITECTURE.md, presigned upload).
+        out.into_inner().map_err(|e| e.into_error())?;
+        let place = self
+            .place
+            .take()
+            .ok_or_else(|| io::Error::other("committed twice"))?;
+        place(&self.tmp)
+    }
+}
+
+impl<P> Drop for PartWriter<P> {
+    fn drop(&mut self) {
+        self.out = None;
+        let _ = std::fs::remove_file(&self.tmp);
+    }
+}
+
 /// A media object as a file on this machine, for ffmpeg. A downloaded copy is removed on drop.
 #[derive(Debug)]
 pub struct LocalFile {

@@ -22,7 +22,7 @@ use object_store::{ObjectStore, ObjectStoreExt};
 use sha2::Digest;
 use tokio::io::AsyncWriteExt;
 
-use super::{LocalFile, MediaStore, Object, ObjectWriter};
+use super::{LocalFile, MediaStore, Object, ObjectWriter, PartWriter};
 
 /// Downloads and ranged reads go in pieces of this size (bounded memory whatever the object).
 const PIECE: u64 = 8 << 20;
@@ -244,14 +244,9 @@ impl MediaStore for S3Bucket {
         let key = self.key(job_id, object)?;
         let suffix = crate::util::hex(&crate::util::random_bytes::<6>()?);
         let tmp = self.spool.join(format!("cuecraft-{job_id}.{suffix}.part"));
-        let file = std::fs::File::create(&tmp)?;
-        Ok(Box::new(SpoolWriter {
-            out: Some(io::BufWriter::with_capacity(1 << 20, file)),
-            tmp,
-            key: Some(key),
-            client: self.client.clone(),
-            runtime: self.runtime.handle().clone(),
-        }))
+        let (client, runtime) = (self.client.clone(), self.runtime.handle().clone());
+        // Spooled to a local file, uploaded on commit.
+        PartWriter::create(tmp, move |tmp| upload_file(&runtime, client, key, tmp))
     }
 
     fn put_file(&self, job_id: &str, object: Object, file: &Path) -> io::Result<()> {
@@ -423,53 +418,6 @@ fn upload_file(
     drop(chunks);
     rx.recv()
         .map_err(|_| io::Error::other("the S3 client stopped"))?
-}
-
-/// An object being written: spooled to a local file, uploaded on commit.
-struct SpoolWriter {
-    out: Option<io::BufWriter<std::fs::File>>,
-    tmp: PathBuf,
-    key: Option<Key>,
-    client: Arc<AmazonS3>,
-    runtime: tokio::runtime::Handle,
-}
-
-impl Write for SpoolWriter {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.out
-            .as_mut()
-            .ok_or_else(|| io::Error::other("written after commit"))?
-            .write(buf)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        match self.out.as_mut() {
-            Some(out) => out.flush(),
-            None => Ok(()),
-        }
-    }
-}
-
-impl ObjectWriter for SpoolWriter {
-    fn commit(mut self: Box<Self>) -> io::Result<()> {
-        let out = self
-            .out
-            .take()
-            .ok_or_else(|| io::Error::other("committed twice"))?;
-        out.into_inner().map_err(|e| e.into_error())?;
-        let key = self
-            .key
-            .take()
-            .ok_or_else(|| io::Error::other("committed twice"))?;
-        upload_file(&self.runtime, self.client.clone(), key, &self.tmp)
-    }
-}
-
-impl Drop for SpoolWriter {
-    fn drop(&mut self) {
-        self.out = None;
-        let _ = std::fs::remove_file(&self.tmp);
-    }
 }
 
 /// What a presigned PUT is made of.
