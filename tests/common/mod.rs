@@ -462,17 +462,6 @@ impl Server {
         }
     }
 
-    /// Sends the process `signal` (`STOP`, `CONT`) with kill(1).
-    pub fn signal(&self, signal: &str) {
-        let pid = self.child.as_ref().expect("running worker").id();
-        let status = Command::new("kill")
-            .arg(format!("-{signal}"))
-            .arg(pid.to_string())
-            .status()
-            .expect("kill");
-        assert!(status.success(), "kill -{signal} {pid}");
-    }
-
     /// Kills the process with SIGKILL (as a crash would) and waits for it.
     pub fn kill9(&mut self) {
         if let Some(mut c) = self.child.take() {
