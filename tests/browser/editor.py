@@ -34,6 +34,41 @@ def revision(page, n):
     expect(page.locator("#save-state")).to_have_text(f"Saved · revision {n}", timeout=10000)
 
 
+def saved_after(page, n, timeout=10000):
+    """Waits for "Saved · revision M" with M > n; answers M."""
+    waited = 0
+    while True:
+        t = page.locator("#save-state").inner_text()
+        m = re.fullmatch(r"Saved · revision (\d+)", t)
+        if m and int(m.group(1)) > n:
+            return int(m.group(1))
+        if waited >= timeout:
+            raise AssertionError(f"still {t!r}, wanted a revision after {n}")
+        page.wait_for_timeout(50)
+        waited += 50
+
+
+def api_cues(job):
+    """The API's cues of a job: each as (start, end, text with its line breaks as "|")."""
+    cues = json.loads(api(f"/v1/jobs/{job}/transcript"))["cues"]
+    return [(c["start"], c["end"], "|".join(c["lines"])) for c in cues]
+
+
+def open_text(page, k):
+    """Opens cue k's text box with Enter; answers the box."""
+    page.locator("li.cue").nth(k).focus()
+    page.keyboard.press("Enter")
+    area = page.locator("li.cue").nth(k).locator("textarea")
+    expect(area).to_be_focused()
+    return area
+
+
+def caret_before(area, word):
+    """Puts the caret right before `word` in the box."""
+    at = area.input_value().index(word)
+    area.evaluate(f"(a) => a.setSelectionRange({at}, {at})")
+
+
 def cue_count(page):
     return page.locator("li.cue").count()
 
@@ -60,6 +95,126 @@ def listing(page):
 
 def step(name):
     print("step:", name, flush=True)
+
+
+def api_text(job):
+    """The API's cues as one string: " / " between cues, "|" between lines."""
+    return " / ".join(c[2] for c in api_cues(job))
+
+
+def nothing_lost(page, ctx, errors):
+    """Typed text reaches the server whatever the subtitler does next (on the video job)."""
+    job = cfg["video"]
+    rev = 0
+    revision(page, rev)
+
+    step("typed text is saved when the box loses focus (Tab)")
+    area = open_text(page, 0)
+    words = area.input_value().split()
+    area.fill(area.input_value().replace(words[0], words[0] + " there", 1))
+    expect(page.locator("#save-state")).to_have_text("Unsaved change in cue 1")
+    page.keyboard.press("Tab")
+    rev = saved_after(page, rev)
+    assert f"{words[0]} there {words[1]}" in api_text(job), api_text(job)
+
+    step("a shortcut saves the typed text first (Alt+S splits at the caret)")
+    area = open_text(page, 0)
+    words = area.input_value().split()
+    area.fill(area.input_value().replace(" there ", " there, lovely ", 1))
+    caret_before(area, "lovely")
+    page.keyboard.press("Alt+s")
+    rev += 2  # the text, then the split
+    revision(page, rev)
+    assert " / lovely" in api_text(job) and "there, / lovely" in api_text(job), api_text(job)
+    assert cue_count(page) >= 2
+
+    step("typed text is saved when another cue is clicked")
+    area = open_text(page, 0)
+    area.fill(area.input_value().replace("there,", "there again,", 1))
+    page.locator("li.cue").nth(1).locator(".w").first.click()
+    rev = saved_after(page, rev)
+    assert "there again," in api_text(job), api_text(job)
+    expect(page.locator("li.cue textarea")).to_have_count(0)
+
+    step("a toolbar action saves the typed text first, then acts at the caret")
+    area = open_text(page, 1)
+    words = area.input_value().split()
+    area.fill(area.input_value().replace("lovely", "lovely old", 1))
+    caret_before(area, words[2])
+    page.click("#linebreak")
+    rev += 2  # the text, then the line break
+    revision(page, rev)
+    assert "lovely old" in api_text(job) and "|" + words[2] in api_text(job), (words, api_text(job))
+
+    step("leaving the page with typed text asks first, and a reload brings the text back")
+    dialogs = []
+
+    def on_dialog(d):
+        # The first time the subtitler stays on the page; the second time they leave.
+        dialogs.append(d.type)
+        d.dismiss() if len(dialogs) == 1 else d.accept()
+
+    page.on("dialog", on_dialog)
+    area = open_text(page, 1)
+    typed = area.input_value().replace("lovely old", "lovely young", 1)
+    area.fill(typed)
+    page.evaluate("setTimeout(() => location.reload(), 0)")
+    page.wait_for_timeout(700)
+    assert dialogs == ["beforeunload"], dialogs
+    expect(page.locator("li.cue").nth(1).locator("textarea")).to_have_value(typed)
+    # The subtitler leaves anyway (or the tab crashes): the text comes back in its box.
+    page.goto(BASE + "/editor/" + job)
+    assert dialogs == ["beforeunload"] * 2, dialogs
+    page.remove_listener("dialog", on_dialog)
+    area = page.locator("li.cue").nth(1).locator("textarea")
+    expect(area).to_have_value(typed)
+    expect(page.locator("#save-state")).to_have_text("Unsaved change in cue 2")
+    area.press("Enter")
+    rev = saved_after(page, rev)
+    assert "lovely young" in api_text(job), api_text(job)
+
+    step("a colleague's save: the typed text is kept and re-applied on their version")
+    other = ctx.new_page()
+    other.goto(BASE + "/editor/" + job)
+    revision(other, rev)
+    area = open_text(page, 0)
+    typed = area.input_value().replace("again", "once more", 1)
+    area.fill(typed)
+    theirs = open_text(other, 1)
+    theirs.fill(theirs.input_value().replace("young", "bright", 1))
+    other.keyboard.press("Enter")
+    saved_after(other, rev)
+    other.close()
+    area.press("Enter")
+    expect(page.locator("#conflict")).to_be_visible()
+    expect(page.locator("#conflict")).to_contain_text("Your text for cue 1 is kept")
+    expect(area).to_have_value(typed)
+    page.click("#conflict-reload")
+    area = page.locator("li.cue").first.locator("textarea")
+    expect(area).to_have_value(typed)
+    area.press("Enter")
+    rev = saved_after(page, rev + 1)
+    assert "once more" in api_text(job) and "bright" in api_text(job), api_text(job)
+    # The browser logs the one refused save (409) as a console error.
+    assert sum("409" in e for e in errors) == 1, errors
+    errors[:] = [e for e in errors if "409" not in e]
+
+    step("replace with an empty replacement asks first")
+    before = api_cues(job)
+    page.fill("#find", "bright")
+    page.fill("#replace", "")
+    page.press("#find", "Enter")
+    expect(page.locator("#confirm")).to_be_visible()
+    expect(page.locator("#confirm-text")).to_contain_text("Delete “bright” from 1 word")
+    page.click("#confirm-cancel")
+    page.wait_for_timeout(300)
+    assert api_cues(job) == before
+    revision(page, rev)
+    page.press("#find", "Enter")
+    page.click("#confirm-ok")
+    rev = saved_after(page, rev)
+    assert "bright" not in api_text(job), api_text(job)
+    page.fill("#find", "")
 
 
 with sync_playwright() as pw:
@@ -216,6 +371,9 @@ with sync_playwright() as pw:
     page.reload()
     revision(page, 8)
     page.click('#history li[data-revision="0"] button')
+    # Restoring changes many cues: the page asks first.
+    expect(page.locator("#confirm-text")).to_contain_text("revision 0")
+    page.click("#confirm-ok")
     revision(page, 9)
     expect(page.locator("li.cue").first).to_contain_text("Hello world.")
 
@@ -350,6 +508,8 @@ with sync_playwright() as pw:
     page.evaluate("document.querySelector('video').currentTime = 1.0")
     page.wait_for_timeout(500)
     page.screenshot(path=cfg["shots"] + "/editor-video.png", full_page=True)
+
+    nothing_lost(page, ctx, errors)
 
     assert not errors, errors
     ctx.close()

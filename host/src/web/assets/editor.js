@@ -19,7 +19,32 @@ const state = {
   peaksPerSecond: 50,
   media: null,
   busy: false,
+  // The cue text box that is open: {k, from, to, index, start, original, area, li}. Whatever
+  // the subtitler does next (blur, another cue, a toolbar action, a shortcut, leaving the page)
+  // commits it first; see commitText.
+  editing: null,
+  saving: false,
+  conflict: false, // a save was refused: someone else saved first
+
 };
+
+// Every action runs after the previous one has finished (its answer applied), so a quick second
+// key press acts on what the first made, and nothing is refused for being "busy".
+let chain = Promise.resolve();
+function serial(f) {
+  const run = chain.then(f);
+  chain = run.catch(() => {});
+  return run;
+}
+// An action: the open text box is committed first; when that fails the action does not run and
+// the typed text stays in its box.
+const act =
+  (f) =>
+  (...args) =>
+    serial(async () => {
+      if (await commitText()) return f(...args);
+      return false;
+    });
 
 const fmt = (ms) => {
   const t = Math.max(0, Math.round(ms));
@@ -49,8 +74,16 @@ function problem(text) {
   p.hidden = !text;
 }
 
-function saveState(text) {
-  $("save-state").textContent = text;
+function saveState(text, kind = "") {
+  const s = $("save-state");
+  s.textContent = text;
+  s.dataset.kind = kind;
+}
+
+function savedState() {
+  if (state.editing && state.editing.area.value !== state.editing.original) {
+    saveState(`Unsaved change in cue ${state.editing.index}`, "unsaved");
+  } else if (state.transcript) saveState(`Saved · revision ${state.revision}`, "saved");
 }
 
 async function load() {
@@ -61,6 +94,7 @@ async function load() {
     return;
   }
   apply(await resp.json());
+  restoreDraft();
   if (state.data.job.status !== "ready" && state.data.job.status !== "failed") {
     setTimeout(load, 3000);
   }
@@ -87,13 +121,17 @@ function apply(data) {
   if (data.transcript) {
     state.transcript = data.transcript.id;
     state.revision = data.transcript.revision;
-    saveState(`Saved · revision ${state.revision}`);
+    savedState();
   } else if (data.job.status !== "failed") {
     saveState(`Waiting for the job (${data.job.status})…`);
   }
   renderTranscripts();
   renderBeside();
   if (!patched) renderCues();
+  // The cue list was rendered again: the current cue and word are marked afresh.
+  lastCurrent = -1;
+  lastWord = null;
+  if (state.media) showTime(state.media.currentTime * 1000);
   fillSettings();
   const qc = data.qc;
   $("qc").textContent = qc ? `${qc.errors} errors · ${qc.warnings} warnings` : "";
@@ -278,7 +316,8 @@ function seek(ms) {
 async function post(path, body) {
   if (state.busy) return null;
   state.busy = true;
-  saveState("Saving…");
+  state.saving = true;
+  saveState("Saving…", "saving");
   try {
     const resp = await fetch(`/editor/${jobId}/${path}`, {
       method: "POST",
@@ -287,30 +326,52 @@ async function post(path, body) {
     });
     const json = await resp.json().catch(() => ({}));
     if (resp.status === 409) {
-      $("conflict-rev").textContent = String(json.revision ?? "?");
-      $("conflict").hidden = false;
-      saveState("Not saved: conflict");
+      showConflict(json.revision);
+      saveState("Not saved: someone else saved first", "failed");
       return null;
     }
     if (!resp.ok) {
-      problem(json.error ?? `The change was refused (${resp.status}).`);
-      saveState(`Saved · revision ${state.revision}`);
+      const msg = json.error ?? `The change was refused (${resp.status}).`;
+      // "Not found" and the like are answers, not failures of the page.
+      if (resp.status === 400 && /not found/i.test(msg)) info(msg);
+      else problem(msg);
+      if (state.editing) saveState(`Not saved: cue ${state.editing.index}, your text is kept`, "failed");
+      else savedState();
       return null;
     }
     problem(null);
     return json;
   } catch (e) {
     problem("The server could not be reached; the change was not saved.");
+    saveState(state.editing ? `Not saved: cue ${state.editing.index}, your text is kept` : "Not saved: no connection", "failed");
     return null;
   } finally {
     state.busy = false;
+    state.saving = false;
   }
 }
 
-async function edit(op) {
+function info(text) {
+  $("notice").textContent = text ?? "";
+  $("notice").hidden = !text;
+}
+
+function showConflict(revision) {
+  $("conflict-rev").textContent = String(revision ?? "?");
+  const draft = readDraft();
+  const kept = $("conflict-kept") ?? el("span", { id: "conflict-kept" });
+  kept.textContent = draft ? ` Your text for cue ${draft.index} is kept.` : "";
+  $("conflict-reload").before(kept, " ");
+  $("conflict-reload").textContent = draft ? "Load their version and re-apply my text" : "Load their version";
+  $("conflict").hidden = false;
+  state.conflict = true;
+}
+
+async function edit(op, onSaved = null) {
   const before = state.revision;
   const data = await post("edit", { ...op, answer: "patch" });
   if (!data) return false;
+  onSaved?.();
   state.undo.push(before);
   state.redo = [];
   keepSelection(() => apply(data));
@@ -348,33 +409,226 @@ function currentCue() {
   return state.data?.cues[state.cue];
 }
 
-function startEditing(k) {
+// ----- the cue text box -------------------------------------------------------------------------
+
+const draftKey = `cuecraft-draft:${jobId}`;
+
+// The typed text is kept in the tab's session storage until the server has it: a reload or a
+// crashed and restored tab brings it back (see restoreDraft). Per tab, so two tabs on the same
+// project never take each other's drafts.
+function writeDraft() {
+  const ed = state.editing;
+  if (!ed) return;
+  const { from, to, index, start, original } = ed;
+  const draft = { transcript: state.transcript, revision: state.revision, from, to, index, start, original, text: ed.area.value };
+  try {
+    if (ed.area.value === original) sessionStorage.removeItem(draftKey);
+    else sessionStorage.setItem(draftKey, JSON.stringify(draft));
+  } catch {
+    // Storage full or refused: the beforeunload guard still asks.
+  }
+}
+
+function readDraft() {
+  try {
+    const d = JSON.parse(sessionStorage.getItem(draftKey) ?? "null");
+    return d && d.transcript === state.transcript ? d : null;
+  } catch {
+    return null;
+  }
+}
+
+function clearDraft() {
+  try {
+    sessionStorage.removeItem(draftKey);
+  } catch {
+    // Nothing to clear.
+  }
+}
+
+// The character offset of the n-th word of a cue's text.
+function wordOffset(text, n) {
+  const re = /\S+/g;
+  let m;
+  let i = 0;
+  while ((m = re.exec(text))) {
+    if (i++ === n) return m.index;
+  }
+  return text.length;
+}
+
+// How many words of the text end at or before the caret: the caret's word is the next one.
+function wordsBefore(text, caret) {
+  let n = 0;
+  for (const m of text.matchAll(/\S+/g)) if (m.index + m[0].length <= caret) n++;
+  return n;
+}
+
+function startEditing(k, text = null, atWord = null) {
   const cue = state.data.cues[k];
   const li = document.querySelector(`li.cue[data-k="${k}"]`);
-  if (!cue || !li || li.querySelector("textarea")) return;
-  const area = el("textarea", { spellcheck: true, value: cueText(cue) });
+  if (!cue || !li) return;
+  if (li.querySelector("textarea")) return li.querySelector("textarea").focus();
+  const original = cueText(cue);
+  const area = el("textarea", { spellcheck: true, value: text ?? original });
   area.setAttribute("aria-label", `Text of cue ${cue.index}`);
   li.querySelector(".text").hidden = true;
+  li.classList.add("editing");
   li.append(area);
+  state.editing = { k, from: cue.from, to: cue.to, index: cue.index, start: cue.start, original, area, li };
   area.focus();
-  area.addEventListener("keydown", async (e) => {
-    if (e.key === "Enter" && !e.shiftKey) {
+  // The caret at the word that was clicked (or the selected word), else at the end.
+  const w = atWord ?? state.word;
+  const at = w !== null && w >= cue.from && w < cue.to && text === null ? wordOffset(area.value, w - cue.from) : area.value.length;
+  area.setSelectionRange(at, at);
+  savedState();
+  area.addEventListener("input", () => {
+    writeDraft();
+    savedState();
+  });
+  area.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.altKey && !e.ctrlKey && !e.metaKey) {
       e.preventDefault();
-      if (area.value.trim() === cueText(cue)) return cancel();
-      const ok = await edit({ op: "text", from: cue.from, to: cue.to, text: area.value });
-      if (!ok) area.focus();
-      else selectCue(k);
+      e.stopPropagation();
+      serial(async () => {
+        if (await commitText()) selectCue(state.cue);
+      });
     } else if (e.key === "Escape") {
       e.preventDefault();
-      cancel();
+      e.stopPropagation();
+      cancelEditing();
     }
-    e.stopPropagation();
+    // Every other key goes on to the page's shortcuts (play, replay, split...), which commit
+    // the text first where they change the transcript.
   });
-  function cancel() {
-    area.remove();
-    li.querySelector(".text").hidden = false;
-    li.focus();
+  // Leaving the box (Tab, a click on another cue or a button) commits it.
+  area.addEventListener("blur", () => serial(commitText));
+}
+
+function closeEditor() {
+  const ed = state.editing;
+  state.editing = null;
+  if (!ed) return;
+  ed.area.remove();
+  ed.li.classList.remove("editing");
+  const t = ed.li.querySelector(".text");
+  if (t) t.hidden = false;
+}
+
+// Escape: the subtitler asked to throw the typed text away.
+function cancelEditing() {
+  const ed = state.editing;
+  if (!ed) return;
+  const focused = document.activeElement === ed.area;
+  closeEditor();
+  clearDraft();
+  savedState();
+  if (focused) ed.li.focus();
+}
+
+// Saves the open text box, if any. True when there is nothing left unsaved (no box, an unchanged
+// text, or a saved one); false when the save failed: the box stays open with the typed text.
+async function commitText() {
+  const ed = state.editing;
+  if (!ed || !ed.area.isConnected) {
+    state.editing = null;
+    return true;
   }
+  const text = ed.area.value;
+  if (state.conflict) {
+    // Someone else saved first: nothing is saved over their version until it is loaded.
+    saveState(`Not saved: cue ${ed.index}, your text is kept; load their version first`, "failed");
+    return false;
+  }
+  if (text.trim().replace(/\s+/g, " ") === ed.original) {
+    const focused = document.activeElement === ed.area;
+    closeEditor();
+    clearDraft();
+    savedState();
+    if (focused) ed.li.focus();
+    return true;
+  }
+  const focused = document.activeElement === ed.area;
+  const caretWord = wordsBefore(text, ed.area.selectionStart);
+  ed.area.readOnly = true;
+  saveState(`Saving cue ${ed.index}…`, "saving");
+  const op = { op: "text", from: ed.from, to: ed.to, text };
+  const ok = await edit(op, () => {
+    // The answer re-renders the cue: the box goes with it.
+    if (state.editing === ed) state.editing = null;
+  });
+  ed.area.readOnly = false;
+  if (!ok) {
+    if (ed.area.isConnected) state.editing = ed;
+    writeDraft();
+    return false;
+  }
+  clearDraft();
+  // The word the caret was at is the selected word: split and line break act there.
+  const cue = state.data.cues[ed.k];
+  if (cue && caretWord > 0 && caretWord < cue.to - cue.from) {
+    state.word = cue.from + caretWord;
+    markSelection();
+  }
+  if (focused) document.querySelector(`li.cue[data-k="${ed.k}"]`)?.focus();
+  return true;
+}
+
+// After a reload or a conflict: the text typed and not saved is opened again in its cue (the
+// same words when the transcript did not change; else the cue at the same time), for the
+// subtitler to save with Enter or drop with Escape.
+function restoreDraft() {
+  const d = readDraft();
+  if (!d || state.editing) return;
+  const cues = state.data.cues ?? [];
+  let k = d.revision === state.revision ? cues.findIndex((c) => c.from === d.from && c.to === d.to) : -1;
+  if (k < 0) {
+    k = cues.findIndex((c) => c.end > d.start);
+    if (k < 0) k = cues.length - 1;
+  }
+  if (k < 0) return;
+  selectCue(k, false);
+  startEditing(k, d.text);
+  info(`Your unsaved text for cue ${d.index} is back in its box: Enter saves it, Escape drops it.`);
+}
+
+// ----- confirmation -----------------------------------------------------------------------------
+
+function confirmBox(message, ok = "Go ahead") {
+  let dlg = $("confirm");
+  if (!dlg) {
+    dlg = el("dialog", { id: "confirm", class: "confirm" });
+    dlg.setAttribute("aria-labelledby", "confirm-text");
+    dlg.append(
+      el("p", { id: "confirm-text" }),
+      el("div", { class: "actions" }, el("button", { type: "button", id: "confirm-ok" }), el("button", { type: "button", id: "confirm-cancel", text: "Cancel" })),
+    );
+    root.append(dlg);
+  }
+  $("confirm-text").textContent = message;
+  $("confirm-ok").textContent = ok;
+  return new Promise((resolve) => {
+    const done = (v) => {
+      $("confirm-ok").onclick = null;
+      $("confirm-cancel").onclick = null;
+      dlg.onclose = null;
+      if (dlg.open) dlg.close();
+      resolve(v);
+    };
+    $("confirm-ok").onclick = () => done(true);
+    $("confirm-cancel").onclick = () => done(false);
+    dlg.onclose = () => done(false);
+    dlg.showModal();
+    $("confirm-cancel").focus();
+  });
+}
+
+// How many stored words the server's replace would change (it replaces inside every word that
+// contains the text, case-sensitive).
+function replaceCount(find) {
+  let n = 0;
+  for (const c of state.data?.cues ?? []) for (const w of c.words) if (w.text.includes(find)) n++;
+  return n;
 }
 
 const ops = {
@@ -383,38 +637,58 @@ const ops = {
     if (!cue) return;
     const at = state.word ?? cue.from;
     if (at <= cue.from) return problem("Select a word after the first of the cue to split before it.");
-    edit({ op: "split", at });
+    return edit({ op: "split", at });
   },
   merge() {
     const next = state.data.cues[state.cue + 1];
     if (!next) return;
-    edit({ op: "merge", at: next.from });
+    return edit({ op: "merge", at: next.from });
   },
   linebreak() {
     const cue = currentCue();
     if (!cue) return;
     const at = state.word ?? cue.from;
     if (at <= cue.from) return problem("Select a word after the first of the cue to break the line before it.");
-    edit({ op: "linebreak", at });
+    return edit({ op: "linebreak", at });
   },
   nudge(edge, frames) {
     const cue = currentCue();
-    if (cue) edit({ op: "nudge", from: cue.from, to: cue.to, edge, frames, time: edge === "start" ? cue.start : cue.end });
+    if (cue) return edit({ op: "nudge", from: cue.from, to: cue.to, edge, frames, time: edge === "start" ? cue.start : cue.end });
   },
-  speaker(everywhere) {
+  async speaker(everywhere) {
     const cue = currentCue();
     const speaker = Number($("speaker").value);
-    if (cue) edit({ op: "speaker", from: cue.from, to: cue.to, speaker, everywhere });
+    if (!cue) return;
+    if (everywhere) {
+      const n = state.data.cues.filter((c) => c.speaker === cue.speaker).length;
+      const ok = await confirmBox(`Make every cue of speaker ${cue.speaker} speaker ${speaker}? That changes ${n} cues (undo brings them back).`, `Change ${n} cues`);
+      if (!ok) return;
+    }
+    return edit({ op: "speaker", from: cue.from, to: cue.to, speaker, everywhere });
+  },
+  async replace(find, replace) {
+    const n = replaceCount(find);
+    if (n === 0) return info(`“${find}” was not found.`);
+    const what = replace === "" ? `Delete “${find}” from ${n} ${n === 1 ? "word" : "words"}? The replacement is empty.` : `Replace “${find}” with “${replace}” in ${n} ${n === 1 ? "word" : "words"}?`;
+    if (!(await confirmBox(what, replace === "" ? `Delete in ${n}` : `Replace in ${n}`))) return;
+    return edit({ op: "replace", find, replace });
   },
   undo() {
     const rev = state.undo.pop();
-    if (rev !== undefined) restoreTo(rev, "undo").then((ok) => ok || state.undo.push(rev));
+    if (rev !== undefined) return restoreTo(rev, "undo").then((ok) => ok || state.undo.push(rev));
   },
   redo() {
     const rev = state.redo.pop();
-    if (rev !== undefined) restoreTo(rev, "redo").then((ok) => ok || state.redo.push(rev));
+    if (rev !== undefined) return restoreTo(rev, "redo").then((ok) => ok || state.redo.push(rev));
+  },
+  async restore(revision) {
+    if (!(await confirmBox(`Bring back the transcript as it was at revision ${revision}? This is saved as a new revision; undo returns to this one.`, `Restore revision ${revision}`))) return;
+    return restoreTo(revision, "restore");
   },
 };
+// Each operation commits the open text box first and runs after the one before it.
+const raw = { ...ops };
+for (const name of Object.keys(ops)) ops[name] = act(raw[name]);
 
 async function loadHistory() {
   if (!state.transcript) return;
@@ -432,7 +706,8 @@ async function loadHistory() {
     item.append(el("br"), el("small", { text: r.at.replace("T", " ").slice(0, 19) }), " ");
     if (r.revision !== state.revision) {
       const b = el("button", { type: "button", text: "Restore" });
-      b.addEventListener("click", () => restoreTo(r.revision, "restore"));
+      b.setAttribute("aria-label", `Restore revision ${r.revision}`);
+      b.addEventListener("click", () => ops.restore(r.revision));
       item.append(b);
     }
     list.append(item);
@@ -453,8 +728,12 @@ function fillSettings() {
   }
 }
 
-form.addEventListener("submit", async (e) => {
+form.addEventListener("submit", (e) => {
   e.preventDefault();
+  act(applySettings)();
+});
+
+async function applySettings() {
   const settings = {};
   for (const input of form.elements) {
     if (!input.name) continue;
@@ -472,13 +751,20 @@ form.addEventListener("submit", async (e) => {
     state.redo = [];
   }
   keepSelection(() => apply(data));
-});
+  if (data.transcript && data.transcript.revision !== before && !data.notice) {
+    info("The cues were laid out again under the new settings. Undo (Ctrl+Z) brings the previous layout and settings back.");
+  }
+}
 
 // ----- translations ---------------------------------------------------------------------------
 
 const tform = $("translate-form");
-tform.addEventListener("submit", async (e) => {
+tform.addEventListener("submit", (e) => {
   e.preventDefault();
+  act(addTranslation)();
+});
+
+async function addTranslation() {
   const body = {
     language: tform.elements.language.value,
     label: tform.elements.label.value,
@@ -500,7 +786,7 @@ tform.addEventListener("submit", async (e) => {
     state.word = null;
     apply(data);
   }
-});
+}
 
 // ----- playback and waveform ------------------------------------------------------------------
 
@@ -638,7 +924,11 @@ $("cues").addEventListener("click", (e) => {
 });
 $("cues").addEventListener("dblclick", (e) => {
   const li = e.target.closest("li.cue");
-  if (li) startEditing(Number(li.dataset.k));
+  if (li && !e.target.closest("textarea")) {
+    const k = Number(li.dataset.k);
+    const word = state.word;
+    serial(() => startEditing(k, null, word));
+  }
 });
 $("cues").addEventListener("focusin", (e) => {
   const li = e.target.closest("li.cue");
@@ -669,92 +959,114 @@ $("speaker-all").addEventListener("click", () => ops.speaker(true));
 $("find-form").addEventListener("submit", (e) => {
   e.preventDefault();
   const find = $("find").value;
-  if (find) edit({ op: "replace", find, replace: $("replace").value });
+  if (find) ops.replace(find, $("replace").value);
 });
 $("transcript").addEventListener("change", (e) => {
-  state.transcript = e.target.value;
-  state.undo = [];
-  state.redo = [];
-  state.cue = 0;
-  state.word = null;
-  load();
+  const to = e.target.value;
+  serial(async () => {
+    if (!(await commitText())) {
+      e.target.value = state.transcript;
+      return;
+    }
+    state.transcript = to;
+    state.undo = [];
+    state.redo = [];
+    state.cue = 0;
+    state.word = null;
+    await load();
+  });
 });
-$("conflict-reload").addEventListener("click", () => {
-  $("conflict").hidden = true;
-  state.undo = [];
-  state.redo = [];
-  load();
+// Their version is loaded; the text typed here (kept as a draft) opens again in its cue.
+$("conflict-reload").addEventListener("click", () =>
+  serial(async () => {
+    $("conflict").hidden = true;
+    state.conflict = false;
+    state.undo = [];
+    state.redo = [];
+    closeEditor();
+    await load();
+  }),
+);
+window.addEventListener("beforeunload", (e) => {
+  const ed = state.editing;
+  if ((ed && ed.area.value !== ed.original) || state.saving) {
+    writeDraft();
+    e.preventDefault();
+    e.returnValue = "";
+  }
 });
+window.addEventListener("resize", drawWave);
 $("help-open").addEventListener("click", () => $("help").showModal());
 $("help-close").addEventListener("click", () => $("help").close());
-window.addEventListener("resize", drawWave);
 
+// Shortcuts are matched on e.code (the key's place on the keyboard), so Alt+S is the same key on
+// QWERTY, QWERTZ and AZERTY, and Option+S on macOS (whose e.key is "ß") still splits.
 document.addEventListener("keydown", (e) => {
   const typing = e.target.closest?.("input, textarea, select");
-  const key = e.key;
-  if ((e.ctrlKey && key === " ") || (e.altKey && key.toLowerCase() === "p")) {
+  const code = e.code;
+  if ((e.ctrlKey && code === "Space") || (e.altKey && !e.ctrlKey && code === "KeyP")) {
     e.preventDefault();
     return togglePlay();
   }
-  if (e.ctrlKey && key.toLowerCase() === "z" && !typing) {
+  if ((e.ctrlKey || e.metaKey) && code === "KeyZ" && !typing) {
     e.preventDefault();
     return e.shiftKey ? ops.redo() : ops.undo();
   }
-  if (e.ctrlKey && key.toLowerCase() === "y" && !typing) {
+  if ((e.ctrlKey || e.metaKey) && code === "KeyY" && !typing) {
     e.preventDefault();
     return ops.redo();
   }
-  if (e.altKey) {
-    const k = key.toLowerCase();
+  if (e.altKey && !e.ctrlKey && !e.metaKey) {
     const actions = {
-      arrowdown: () => selectCue(state.cue + 1),
-      arrowup: () => selectCue(state.cue - 1),
-      s: ops.split,
-      m: ops.merge,
-      l: ops.linebreak,
-      "[": () => ops.nudge("start", -1),
-      "]": () => ops.nudge("start", 1),
-      "{": () => ops.nudge("end", -1),
-      "}": () => ops.nudge("end", 1),
+      ArrowDown: act(() => selectCue(state.cue + 1)),
+      ArrowUp: act(() => selectCue(state.cue - 1)),
+      KeyS: ops.split,
+      KeyM: ops.merge,
+      KeyL: ops.linebreak,
+      BracketLeft: () => ops.nudge(e.shiftKey ? "end" : "start", -1),
+      BracketRight: () => ops.nudge(e.shiftKey ? "end" : "start", 1),
     };
-    if (actions[k]) {
+    if (actions[code]) {
       e.preventDefault();
-      return actions[k]();
+      return actions[code]();
     }
   }
   if (typing || e.ctrlKey || e.altKey || e.metaKey) return;
   const cue = currentCue();
-  switch (key) {
-    case "?":
-      e.preventDefault();
-      return $("help").open ? $("help").close() : $("help").showModal();
-    case "j":
+  const inList = e.target.closest?.("li.cue");
+  if (e.key === "?") {
+    e.preventDefault();
+    return $("help").open ? $("help").close() : $("help").showModal();
+  }
+  switch (code) {
+    case "KeyJ":
     case "ArrowDown":
-      if (!e.target.closest?.("li.cue") && key === "ArrowDown") return;
+      if (!inList && code === "ArrowDown") return;
       e.preventDefault();
       selectCue(state.cue + 1);
       if (currentCue()) seek(currentCue().start);
       return;
-    case "k":
+    case "KeyK":
     case "ArrowUp":
-      if (!e.target.closest?.("li.cue") && key === "ArrowUp") return;
+      if (!inList && code === "ArrowUp") return;
       e.preventDefault();
       selectCue(state.cue - 1);
       if (currentCue()) seek(currentCue().start);
       return;
     case "ArrowRight":
     case "ArrowLeft":
-      if (!cue || !e.target.closest?.("li.cue")) return;
+      if (!cue || !inList) return;
       e.preventDefault();
-      state.word = Math.max(cue.from, Math.min(cue.to - 1, (state.word ?? cue.from) + (key === "ArrowRight" ? 1 : -1)));
+      state.word = Math.max(cue.from, Math.min(cue.to - 1, (state.word ?? cue.from) + (code === "ArrowRight" ? 1 : -1)));
       markSelection();
       seek(cue.words[state.word - cue.from].start);
       return;
     case "Enter":
-      if (!e.target.closest?.("li.cue")) return;
+    case "NumpadEnter":
+      if (!inList) return;
       e.preventDefault();
-      return startEditing(state.cue);
-    case " ":
+      return serial(() => startEditing(state.cue));
+    case "Space":
       if (e.target.closest?.("button, a")) return;
       e.preventDefault();
       return togglePlay();
