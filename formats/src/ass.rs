@@ -17,9 +17,10 @@ use nom::character::complete::char;
 use nom::Parser;
 
 use crate::common::{
-    any_of3, check_limits, decode, digits, is_blank, pair, push_u64, shorten, write_blocks,
-    BlockLines, Fallback, Limits, Lines, TextBlocks,
+    check_limits, decode, digits, is_blank, pair, push_u64, shorten, write_blocks, BlockLines,
+    Fallback, Limits, Lines, TextBlocks,
 };
+use crate::scan::any_of3;
 use crate::{Format, ParseError, WriteError, WriteOptions};
 
 const ZWSP: char = '\u{200B}';

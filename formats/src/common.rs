@@ -16,6 +16,8 @@ use nom::combinator::opt;
 use nom::sequence::preceded;
 use nom::{IResult, Parser};
 
+use crate::controls;
+use crate::scan::{any_byte, any_of2};
 use crate::{WriteError, WriteOptions};
 
 /// Caps for reading untrusted input: a reader stops with an error instead of growing without bound.
@@ -141,7 +143,7 @@ impl<'a, F: TextBlocks> BlockWriter<'a, F> {
     /// Starts the file: the header goes into the buffer.
     pub fn new(format: &'a mut F, opts: &WriteOptions, out: &'a mut dyn Write) -> Self {
         let mut sink = Sink::new(out);
-        format.header(&mut sink.buf, &crate::controls::options(opts));
+        format.header(&mut sink.buf, &controls::options(opts));
         BlockWriter { format, sink }
     }
 
@@ -209,7 +211,7 @@ impl BlockLines for Unbroken<'_, '_> {
                 continue;
             }
             // As the writers clean a cue's lines before they look at them (`controls::cues`).
-            let cleaned = crate::controls::cleaned(t);
+            let cleaned = controls::cleaned(t);
             let t = cleaned.trim();
             if !t.is_empty() {
                 f(t);
@@ -236,7 +238,7 @@ pub(crate) fn for_each_visible_line<S: AsRef<str>>(lines: &[S], mut f: impl FnMu
                 n += 1;
             }
         } else {
-            let l = crate::controls::cleaned(l);
+            let l = controls::cleaned(l);
             for part in l.split(['\r', '\n']) {
                 let t = part.trim();
                 if !t.is_empty() {
@@ -256,48 +258,6 @@ fn trim_line(l: &str) -> &str {
         (Some(&a), Some(&z)) if a > b' ' && a < 0x7F && z > b' ' && z < 0x7F => l,
         _ => l.trim(),
     }
-}
-
-/// Whether `bytes` contains `a` or `b`.
-#[inline]
-pub(crate) fn any_of2(bytes: &[u8], a: u8, b: u8) -> bool {
-    any_byte(bytes, |x| (x == a) | (x == b))
-}
-
-/// Whether `bytes` contains `a`, `b` or `c`.
-#[inline]
-pub(crate) fn any_of3(bytes: &[u8], a: u8, b: u8, c: u8) -> bool {
-    any_byte(bytes, |x| (x == a) | (x == b) | (x == c))
-}
-
-/// Whether `bytes` contains `a`, `b`, `c` or `d`.
-#[inline]
-pub(crate) fn any_of4(bytes: &[u8], a: u8, b: u8, c: u8, d: u8) -> bool {
-    any_byte(bytes, |x| (x == a) | (x == b) | (x == c) | (x == d))
-}
-
-/// Whether `hit` holds for a byte of `bytes`: 16 bytes at a time without branches inside a block,
-/// which the compiler turns into vector compares. The last block overlaps the one before it; a
-/// slice shorter than a block is padded with spaces (`hit(b' ')` must be false).
-#[inline(always)]
-pub(crate) fn any_byte(bytes: &[u8], hit: impl Fn(u8) -> bool) -> bool {
-    let block = |b: &[u8; 16]| b.iter().fold(0u8, |m, &x| m | hit(x) as u8) != 0;
-    if bytes.len() < 16 {
-        let mut padded = [b' '; 16];
-        padded[..bytes.len()].copy_from_slice(bytes);
-        return block(&padded);
-    }
-    let mut blocks = bytes.chunks_exact(16);
-    for b in &mut blocks {
-        if block(b.try_into().unwrap_or(&[0; 16])) {
-            return true;
-        }
-    }
-    if blocks.remainder().is_empty() {
-        return false;
-    }
-    let tail = &bytes[bytes.len() - 16..];
-    block(tail.try_into().unwrap_or(&[0; 16]))
 }
 
 /// Whether `line` is empty or only whitespace.
@@ -731,15 +691,6 @@ mod tests {
         let slow: Vec<String> = visible_lines(&cue).map(str::to_string).collect();
         assert_eq!(fast, slow);
         assert_eq!(n, 6);
-        assert!(any_of3(b"xx{", b'{', b'}', b'\\') && !any_of2(b"abc", b'\r', b'\n'));
-        for len in 0..50 {
-            for at in 0..len {
-                let mut v = vec![b'a'; len];
-                assert!(!any_of2(&v, b'\r', b'\n'));
-                v[at] = b'\n';
-                assert!(any_of2(&v, b'\r', b'\n'), "{len} {at}");
-            }
-        }
     }
 
     #[test]

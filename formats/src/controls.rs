@@ -11,7 +11,7 @@ use std::borrow::Cow;
 
 use cuecraft_engine::Cue;
 
-use crate::common::any_byte;
+use crate::scan::any_byte;
 use crate::WriteOptions;
 
 /// Whether `s` holds a control character other than CR and LF.

@@ -11,6 +11,7 @@ mod common;
 mod controls;
 mod error;
 mod iso6937;
+mod scan;
 pub mod srt;
 pub mod stl;
 pub mod ttml;

@@ -11,9 +11,10 @@ use nom::sequence::preceded;
 use nom::Parser;
 
 use crate::common::{
-    any_of4, check_limits, decode, is_blank, push_timing, shorten, spaces, timestamp, write_blocks,
+    check_limits, decode, is_blank, push_timing, shorten, spaces, timestamp, write_blocks,
     BlockLines, Fallback, Limits, Lines, TextBlocks,
 };
+use crate::scan::any_of4;
 use crate::{Format, ParseError, WriteError, WriteOptions};
 
 /// Writes `cues` as WebVTT: `WEBVTT`, a blank line, then one block per cue (no identifiers, no

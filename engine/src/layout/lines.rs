@@ -1,8 +1,8 @@
 //! Line breaking inside one cue and the cue's text: balanced lines (smart) or greedy fill, em
 //! dashes for two speakers, `...` for sentences that run over a cue boundary.
 
-use super::prepare::{Texts, Unit, CLAUSE, COMMA, LINE_AFTER, MID_WORD, SENT_END, WEAK};
-use super::segment::{pre, suf};
+use super::breaks::{line_break_cost, pre, suf};
+use super::prepare::{Texts, Unit, LINE_AFTER};
 use super::Params;
 
 /// Scratch buffers reused from cue to cue, so balancing allocates nothing per cue.
@@ -20,23 +20,6 @@ pub struct Rendered {
     pub lines: Vec<String>,
     /// Graphemes of the lines joined by one space (for reading pace).
     pub chars: u32,
-}
-
-/// Cost of a line break after unit `u` (inside a cue).
-pub(super) fn line_break_cost(p: &Params, u: &Unit) -> i64 {
-    if u.has(MID_WORD) || u.has(SENT_END) || u.has(LINE_AFTER) {
-        0
-    } else if u.has(CLAUSE) {
-        if p.split_on_punctuation && u.extra & COMMA != 0 {
-            0
-        } else {
-            10
-        }
-    } else if u.has(WEAK) {
-        300
-    } else {
-        60
-    }
 }
 
 /// Lays out the text of the cue made of `units[i..j]`.

@@ -4,6 +4,7 @@
 //! 1. [`prepare`]: sort (stably, by start), trim overlaps, build each word's display text once
 //!    (control characters, capitalisation, forbidden characters), count its graphemes once, and cut
 //!    words longer than a line into pieces at grapheme boundaries.
+//!    [`breaks`] holds what a break between two units costs or adds, which the next two read.
 //! 2. [`segment`]: choose cue boundaries. Hard boundaries (manual cue breaks, speaker changes
 //!    without em dashes, sentence ends with splitOnPunctuation, long silences) cut the transcript
 //!    into runs; inside a run, smart mode minimises a cost over a window bounded by the line limits
@@ -12,6 +13,7 @@
 //! 4. [`timing`]: shift, snap to frames, extend for reading pace and minDuration, cap at
 //!    maxDuration, keep N frames between cues and chain short gaps.
 
+mod breaks;
 mod lines;
 mod prepare;
 mod segment;

@@ -1,6 +1,7 @@
 //! Cue boundaries: where one cue ends and the next begins. Smart mode scores every feasible cue
 //! in a bounded window (a DP over break points); greedy mode fills each cue to the limits.
 
+use super::breaks::{line_break_cost, pre, suf};
 use super::prepare::{
     Unit, CLAUSE, CUE_AFTER, JOIN, LINE_AFTER, MID_WORD, PAUSE_END, SENT_END, WEAK,
 };
@@ -30,34 +31,6 @@ pub const INNER_COST: i64 = PACE_STEP + (PACE_SHARE * 0.015) as i64;
 pub const GUESSED_INNER_COST: i64 = 1000;
 /// A cue shorter than this (ms) flashes by: 5/6 s.
 pub const FLASH_MS: i64 = 833;
-
-/// The decorations a cue [i, j) carries: `...` before and after (ellipsisContinuation).
-#[inline]
-pub fn pre(p: &Params, units: &[Unit], i: usize) -> u32 {
-    if !p.ellipsis || i == 0 {
-        return 0;
-    }
-    let (a, b) = (&units[i - 1], &units[i]);
-    if !a.has(SENT_END) && a.speaker == b.speaker {
-        p.ell_len
-    } else {
-        0
-    }
-}
-
-/// `...` after the cue ending before unit `j`.
-#[inline]
-pub fn suf(p: &Params, units: &[Unit], j: usize) -> u32 {
-    if !p.ellipsis || j == 0 || j >= units.len() {
-        return 0;
-    }
-    let (a, b) = (&units[j - 1], &units[j]);
-    if !a.has(SENT_END) && a.speaker == b.speaker {
-        p.ell_len
-    } else {
-        0
-    }
-}
 
 /// Whether a new cue must start at unit `u` (u >= 1).
 #[inline]
@@ -166,7 +139,7 @@ pub fn segment(
             l += u.has(LINE_AFTER) as u32;
             *len = t;
             *line_after = l;
-            *line_cost = super::lines::line_break_cost(p, u);
+            *line_cost = line_break_cost(p, u);
             all_fit &= u.g <= p.max_chars;
             (*pause, *head) = match prev {
                 Some(a) => {

@@ -12,6 +12,7 @@
 //! The store is synchronous (called from blocking threads, like rusqlite) with the `postgres`
 //! crate, which drives each connection on a small runtime of its own.
 
+mod error;
 pub mod ledger;
 pub mod migrations;
 pub mod pages;
@@ -25,7 +26,8 @@ use std::time::Duration;
 
 use crate::store::{LocalWake, Wake};
 
-use pool::{Conn, Pool, PoolError};
+pub use error::PgError;
+use pool::{Conn, Pool};
 
 /// Connections of the main pool per process.
 const MAIN_CONNECTIONS: usize = 16;
@@ -35,38 +37,6 @@ const BILLING_CONNECTIONS: usize = 4;
 const POOL_WAIT: Duration = Duration::from_secs(10);
 /// Session settings of the ledger's connections: fail fast when the ledger is locked.
 const BILLING_SETUP: &str = "SET lock_timeout = '300ms'; SET statement_timeout = '5s'";
-
-/// What failed in the Postgres store.
-#[derive(Debug)]
-pub enum PgError {
-    /// No connection could be had.
-    Pool(PoolError),
-    /// A statement failed.
-    Db(postgres::Error),
-}
-
-impl std::fmt::Display for PgError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PgError::Pool(e) => e.fmt(f),
-            PgError::Db(e) => write!(f, "postgres: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for PgError {}
-
-impl From<postgres::Error> for PgError {
-    fn from(e: postgres::Error) -> Self {
-        PgError::Db(e)
-    }
-}
-
-impl From<PoolError> for PgError {
-    fn from(e: PoolError) -> Self {
-        PgError::Pool(e)
-    }
-}
 
 /// The store: a main pool and the ledger's pool on one database.
 pub struct PostgresStore {

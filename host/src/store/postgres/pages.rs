@@ -5,12 +5,9 @@
 
 use postgres::GenericClient;
 
+use super::error::from_pg as pg;
 use crate::store::pages::{paginate, Entry, Geometry, Page, Rewrite, Splice};
 use crate::store::{StoreError, StoreResult};
-
-fn pg(e: postgres::Error) -> StoreError {
-    super::store::from_pg(e)
-}
 
 fn insert_pages(
     c: &mut impl GenericClient,

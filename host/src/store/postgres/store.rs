@@ -10,8 +10,9 @@ use std::sync::Arc;
 use postgres::types::ToSql;
 use postgres::{GenericClient, Row};
 
+use super::error::from_pg;
 use super::pool::Conn;
-use super::{ledger, pages, queue, PgError, PostgresStore};
+use super::{ledger, pages, queue, PostgresStore};
 use crate::store::{
     is_token, new_token, Caller, CleanSource, Cursor, Formatted, JobRow, KeyClaim, Member, NewJob,
     NewOrgOwner, ProjectQuery, ProjectRow, Recognized, RevisionRow, Saved, Session, Sort, Store,
@@ -19,36 +20,6 @@ use crate::store::{
     IDEMPOTENCY_ABANDONED_MS, IDEMPOTENCY_TTL_MS, LOGIN_LINK_TTL_MS, SESSION_TTL_MS,
 };
 use crate::util::{hex, random_bytes, sha256};
-
-impl From<PgError> for StoreError {
-    fn from(e: PgError) -> Self {
-        match e {
-            PgError::Pool(p) => StoreError::Unavailable(p.to_string()),
-            PgError::Db(e) => from_pg(e),
-        }
-    }
-}
-
-/// A Postgres error as the trait's error: integrity violations are conflicts; lock and statement
-/// timeouts, serialization failures, deadlocks, a server shutting down or refusing connections,
-/// and a lost connection are "unavailable" (try again); the rest is a bug.
-pub(super) fn from_pg(e: postgres::Error) -> StoreError {
-    let Some(db) = e.as_db_error() else {
-        return StoreError::Unavailable(e.to_string());
-    };
-    let code = db.code().code();
-    if code.starts_with("23") {
-        StoreError::Conflict(e.to_string())
-    } else if code.starts_with("08")
-        || code.starts_with("53")
-        || code.starts_with("57")
-        || matches!(code, "55P03" | "40001" | "40P01")
-    {
-        StoreError::Unavailable(e.to_string())
-    } else {
-        StoreError::Other(e.to_string())
-    }
-}
 
 /// The stored list of the transcript whose id is `$t` (a column or parameter of the query) as one
 /// text: its pages' texts in key order inside `[` `]` (`[]` when it has none), assembled in the
