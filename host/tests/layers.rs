@@ -1,7 +1,7 @@
 //! The host's rooms are layered: a module may use modules of its own room and of rooms below it,
-//! never one above (ARCHITECTURE.md, "host"). This test reads every source file of the host and
-//! checks each `crate::` path against the table below, so a new upward import fails the build's
-//! tests rather than waiting for a reviewer.
+//! never one above (ARCHITECTURE.md, "Floors and rooms"). This test reads every source file of the
+//! host and checks each `crate::` path against the table below, so a new upward import fails the
+//! build's tests rather than waiting for a reviewer.
 
 use std::path::{Path, PathBuf};
 

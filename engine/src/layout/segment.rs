@@ -18,7 +18,7 @@ const TAIL_COST: i64 = 100;
 const HEAD_COST: i64 = 50;
 /// A cue that cannot be read at the pace in the time it may stay up: this, plus `PACE_SHARE`
 /// times the share of that time it lacks (up to `PACE_SHARE_CAP`). Reading pace and sentence
-/// ends outweigh every other term (ARCHITECTURE.md, "Layout").
+/// ends outweigh every other term (docs/decisions/layout.md).
 const PACE_STEP: i64 = 3000;
 const PACE_SHARE: f32 = 30_000.0;
 const PACE_SHARE_CAP: f32 = 3000.0;

@@ -9,7 +9,7 @@
 //! hands it to the [`ffmpeg`] functions.
 //!
 //! The trait is synchronous (blocking I/O): it is called from the pipeline's threads and, in the
-//! handlers, from `spawn_blocking`, as rusqlite is. ARCHITECTURE.md says why.
+//! handlers, from `spawn_blocking`, as rusqlite is. docs/decisions/media.md says why.
 
 pub mod ffmpeg;
 mod local;
@@ -173,7 +173,7 @@ where
             .take()
             .ok_or_else(|| io::Error::other("committed twice"))?;
         // Not fsynced: a process crash keeps the page cache; after a power loss a damaged
-        // upload fails its job with a refund (ARCHITECTURE.md, presigned upload).
+        // upload fails its job with a refund (docs/decisions/api.md, presigned upload).
         out.into_inner().map_err(|e| e.into_error())?;
         let place = self
             .place
