@@ -1,5 +1,6 @@
 //! The documents a newcomer reads stay true to the tree: ARCHITECTURE.md is a short map whose
-//! links and code paths exist and which links every decision file under `docs/decisions/`.
+//! links and code paths exist and which links every decision file under `docs/decisions/`; the
+//! headline table of BENCHMARKS.md names each figure once, each with a command that exists.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -178,10 +179,206 @@ fn the_decision_files_link_only_what_exists() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
+/// The rows of the first table after the heading `## Headline figures`: cells, trimmed.
+fn headline_rows(text: &str) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    let mut inside = false;
+    for line in text.lines() {
+        if line.starts_with("## ") {
+            if inside && !rows.is_empty() {
+                break;
+            }
+            inside = line.trim() == "## Headline figures";
+            continue;
+        }
+        if !inside {
+            continue;
+        }
+        let l = line.trim();
+        if !l.starts_with('|') {
+            if !rows.is_empty() {
+                break;
+            }
+            continue;
+        }
+        let cells: Vec<String> = l
+            .trim_matches('|')
+            .split('|')
+            .map(|c| c.trim().to_string())
+            .collect();
+        if cells
+            .iter()
+            .all(|c| c.chars().all(|ch| ch == '-' || ch == ':'))
+        {
+            continue;
+        }
+        rows.push(cells);
+    }
+    rows
+}
+
+/// The bench targets of the workspace: `benches/*.rs` of the root package and of each member.
+fn bench_targets(root: &Path) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for dir in [
+        "benches",
+        "engine/benches",
+        "formats/benches",
+        "host/benches",
+    ] {
+        if let Ok(entries) = std::fs::read_dir(root.join(dir)) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if let Some(stem) = name.strip_suffix(".rs") {
+                    out.insert(stem.to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Whether `command` (one headline row's) runs something that exists: a script of `scripts/`, a
+/// bench target (`cargo bench --bench NAME`) or a test target (`cargo test --test NAME`, or a
+/// test name filter of the suite).
+fn command_exists(root: &Path, command: &str) -> Result<(), String> {
+    let words: Vec<&str> = command.split_whitespace().collect();
+    let Some(first) = words.first() else {
+        return Err("no command".into());
+    };
+    if first.starts_with("scripts/") {
+        return if root.join(first).is_file() {
+            Ok(())
+        } else {
+            Err(format!("{first} does not exist"))
+        };
+    }
+    if *first != "cargo" {
+        return Err(format!("`{command}` is neither a script nor cargo"));
+    }
+    let after = |flag: &str| {
+        words
+            .iter()
+            .position(|w| *w == flag)
+            .and_then(|i| words.get(i + 1))
+            .copied()
+    };
+    match words.get(1).copied() {
+        Some("bench") => {
+            let Some(name) = after("--bench") else {
+                return Err(format!("`{command}` names no --bench target"));
+            };
+            if bench_targets(root).contains(name) {
+                Ok(())
+            } else {
+                Err(format!("no bench target {name}"))
+            }
+        }
+        Some("test") => {
+            let Some(name) = after("--test") else {
+                return Ok(());
+            };
+            let candidates = [
+                format!("tests/{name}.rs"),
+                format!("host/tests/{name}.rs"),
+                format!("engine/tests/{name}.rs"),
+                format!("formats/tests/{name}.rs"),
+            ];
+            if candidates.iter().any(|c| root.join(c).is_file()) {
+                Ok(())
+            } else {
+                Err(format!("no test target {name}"))
+            }
+        }
+        _ => Err(format!(
+            "`{command}`: only cargo bench and cargo test are figures"
+        )),
+    }
+}
+
 #[test]
-fn the_checks_see_a_missing_link_and_path() {
+fn the_headline_figures_are_each_listed_once_with_a_command_that_exists() {
+    let text = read("BENCHMARKS.md");
+    let rows = headline_rows(&text);
+    assert!(
+        rows.len() > 5,
+        "BENCHMARKS.md has a headline table: {rows:?}"
+    );
+    let head = &rows[0];
+    let col = |name: &str| {
+        head.iter()
+            .position(|h| h.to_lowercase() == name)
+            .unwrap_or_else(|| panic!("the headline table has a column {name}: {head:?}"))
+    };
+    let (what, figure, target, command, date, commit) = (
+        col("what"),
+        col("figure"),
+        col("target"),
+        col("command"),
+        col("date"),
+        col("commit"),
+    );
+    let root = root();
+    let mut seen = BTreeSet::new();
+    let mut wrong = Vec::new();
+    for row in &rows[1..] {
+        let cell = |i: usize| row.get(i).map(String::as_str).unwrap_or("");
+        let name = cell(what);
+        if !seen.insert(name.to_lowercase()) {
+            wrong.push(format!("{name}: listed twice"));
+        }
+        for (i, c) in [(figure, "figure"), (target, "target")] {
+            if cell(i).is_empty() {
+                wrong.push(format!("{name}: no {c}"));
+            }
+        }
+        let spans = code_spans(cell(command));
+        if spans.is_empty() {
+            wrong.push(format!("{name}: no command in backticks"));
+        }
+        for c in spans {
+            if let Err(e) = command_exists(&root, &c) {
+                wrong.push(format!("{name}: {e}"));
+            }
+        }
+        let d = cell(date);
+        let is_date = d.len() == 10
+            && d.chars().enumerate().all(|(i, ch)| {
+                if i == 4 || i == 7 {
+                    ch == '-'
+                } else {
+                    ch.is_ascii_digit()
+                }
+            });
+        if !is_date {
+            wrong.push(format!("{name}: date {d:?} is not YYYY-MM-DD"));
+        }
+        let h = cell(commit).trim_matches('`');
+        if !(7..=40).contains(&h.len()) || !h.chars().all(|c| c.is_ascii_hexdigit()) {
+            wrong.push(format!("{name}: commit {h:?} is not a hash"));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "BENCHMARKS.md headline table:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn the_checks_see_a_missing_path_and_a_missing_command() {
     let text = "See [x](docs/decisions/nowhere.md) and `engine/src/gone.rs`, `lines.rs`, \
                 `a b`, `Object::Original`.\n```\n`host/src/in_a_fence.rs`\n```\n";
     assert_eq!(links(text), vec!["docs/decisions/nowhere.md"]);
     assert_eq!(code_paths(text), vec!["engine/src/gone.rs", "lines.rs"]);
+    let root = root();
+    assert!(command_exists(&root, "scripts/quality").is_ok());
+    assert!(command_exists(&root, "scripts/no-such-script").is_err());
+    assert!(command_exists(&root, "cargo bench --bench layout -- layout_10h").is_ok());
+    assert!(command_exists(&root, "cargo bench --bench nothing").is_err());
+    assert!(command_exists(&root, "cargo test --release --test main -- web::").is_ok());
+    assert!(command_exists(&root, "cargo test --test nothing").is_err());
+    assert!(command_exists(&root, "make it fast").is_err());
+    let table = "## Headline figures\n\n| what | figure |\n| --- | --- |\n| a | 1 |\n| b | 2 |\n\n## Next\n| c | 3 |\n";
+    assert_eq!(headline_rows(table).len(), 3);
 }
