@@ -36,26 +36,28 @@ fn links(text: &str) -> Vec<String> {
     out
 }
 
-/// The spans between backticks (inline code), outside fenced blocks.
+/// The spans between backticks (inline code, which may run over a line end), outside fenced
+/// blocks.
 fn code_spans(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
+    let mut prose = String::new();
     let mut fenced = false;
     for line in text.lines() {
         if line.trim_start().starts_with("```") {
             fenced = !fenced;
             continue;
         }
-        if fenced {
-            continue;
-        }
-        let parts: Vec<&str> = line.split('`').collect();
-        for (i, part) in parts.iter().enumerate() {
-            if i % 2 == 1 && i + 1 < parts.len() {
-                out.push(part.to_string());
-            }
+        if !fenced {
+            prose.push_str(line);
+            prose.push('\n');
         }
     }
-    out
+    let parts: Vec<&str> = prose.split('`').collect();
+    parts
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % 2 == 1 && i + 1 < parts.len())
+        .map(|(_, p)| p.replace('\n', " "))
+        .collect()
 }
 
 /// The top-level folders of the repository a code path may start with.
@@ -367,10 +369,13 @@ fn the_headline_figures_are_each_listed_once_with_a_command_that_exists() {
 
 #[test]
 fn the_checks_see_a_missing_path_and_a_missing_command() {
-    let text = "See [x](docs/decisions/nowhere.md) and `engine/src/gone.rs`, `lines.rs`, \
-                `a b`, `Object::Original`.\n```\n`host/src/in_a_fence.rs`\n```\n";
+    let text = "See [x](docs/decisions/nowhere.md) and `engine/src/gone.rs`, `lines.rs`, `a\nb`, \
+                `Object::Original`.\n```\n`host/src/in_a_fence.rs`\n```\nand `src/x.rs`\n";
     assert_eq!(links(text), vec!["docs/decisions/nowhere.md"]);
-    assert_eq!(code_paths(text), vec!["engine/src/gone.rs", "lines.rs"]);
+    assert_eq!(
+        code_paths(text),
+        vec!["engine/src/gone.rs", "lines.rs", "src/x.rs"]
+    );
     let root = root();
     assert!(command_exists(&root, "scripts/quality").is_ok());
     assert!(command_exists(&root, "scripts/no-such-script").is_err());
