@@ -1,0 +1,174 @@
+//! POST /editor/{id}/edit: loads the transcript at the revision the page showed, applies one
+//! operation (`ops`) and saves the result as the next revision (`save`); a merge the layout
+//! cannot keep is refused, saying why.
+
+use std::sync::Arc;
+
+use cuecraft_engine::{layout, Cue, Word};
+use hyper::Response;
+use serde_json::{json, Value};
+
+use crate::api::results::{job_frame_rate, job_settings};
+use crate::http::{App, Body};
+use crate::store::{JobRow, Member};
+use crate::util::is_id;
+
+use super::super::cache::{self, Stored, View};
+use super::super::{check_csrf, db, require_session, WebError, WebRequest};
+use super::ops::apply_op;
+use super::save::{save, Saving};
+use super::view::{load_stored, view_key};
+use super::{body_json, check_id, json_bytes, usize_field, visible};
+
+/// Loads what an edit needs: the job (visible, ready), the transcript's words, and checks the
+/// revision the edit was made on.
+pub(super) fn load_for_edit(
+    c: &dyn crate::store::Store,
+    viewer: &Member,
+    id: &str,
+    body: &Value,
+) -> Result<(JobRow, String, i64, Arc<Stored>), WebError> {
+    let job = visible(c, viewer, id)?;
+    if job.status != "ready" {
+        return Err(WebError::BadRequest("The project is not ready yet.".into()));
+    }
+    let transcript = match body.get("transcript").and_then(Value::as_str) {
+        Some(t) if is_id(t) => Some(t.to_string()),
+        Some(_) => return Err(WebError::NotFound),
+        None => None,
+    };
+    let expected = body
+        .get("revision")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| WebError::BadRequest("`revision` is required.".into()))?;
+    let (tid, revision) = c
+        .transcript_head(id, transcript.as_deref())?
+        .ok_or(WebError::NotFound)?;
+    if revision != expected {
+        return Err(WebError::Conflict(revision));
+    }
+    let (tid, revision, stored) = load_stored(c, id, Some(&tid))?;
+    if revision != expected {
+        return Err(WebError::Conflict(revision));
+    }
+    Ok((job, tid, expected, stored))
+}
+
+/// POST /editor/{id}/edit: `{transcript, revision, op, ..., answer?}`; answers the editor data.
+pub async fn edit(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response<Body>, WebError> {
+    check_id(id)?;
+    let session = require_session(app, req).await?;
+    check_csrf(req, &session)?;
+    let body = body_json(req)?;
+    let jid = id.to_string();
+    let app2 = app.clone();
+    let value = db(app, move |c| {
+        let member = session.member;
+        let (job, tid, expected, stored) = load_for_edit(c, &member, &jid, &body)?;
+        let frame = job_frame_rate(&job).frames_duration(1);
+        let mut words = stored.words.clone();
+        let mut body = body;
+        let merge = body.get("op").and_then(Value::as_str) == Some("merge");
+        let mut merged = (0, 0);
+        if merge {
+            // The two cues as the page showed them: the one ending before `at` and the next.
+            let settings = job_settings(&job).map_err(|e| WebError::Internal(e.message()))?;
+            let key = view_key(c, &job, &tid)?;
+            let old = match cache::view(&tid, expected, &key) {
+                Some(v) => cue_ranges(&v.layout.cues),
+                None => cue_ranges(&layout(&stored.words, &settings, job_frame_rate(&job))),
+            };
+            let at = usize_field(&body, "at")?;
+            let first = old
+                .iter()
+                .position(|r| r.1 == at)
+                .filter(|&k| k + 1 < old.len())
+                .ok_or_else(|| WebError::BadRequest("That is not the start of a cue.".into()))?;
+            merged = (old[first].0, old[first + 1].1);
+            body["from"] = json!(merged.0);
+            body["to"] = json!(merged.1);
+        }
+        let note = apply_op(&mut words, &body, frame)?;
+        // A merge the layout cannot keep is refused (the merged words not in one cue), saying
+        // why.
+        let merged_words = words.get(merged.0..merged.1).unwrap_or_default().to_vec();
+        let settings = job_settings(&job).map_err(|e| WebError::Internal(e.message()))?;
+        let check = |view: &View| match merge {
+            true => check_merge(&merged_words, merged, &settings, &view.layout.cues),
+            false => Ok(()),
+        };
+        save(
+            &app2,
+            c,
+            &job,
+            &tid,
+            expected,
+            &stored,
+            words,
+            &member,
+            &note,
+            &body,
+            Saving {
+                settings: None,
+                lead_in_frames: None,
+                check,
+            },
+        )
+    })
+    .await?;
+    Ok(json_bytes(value))
+}
+
+/// The stored words of each cue, by index.
+pub(super) fn cue_ranges(cues: &[cuecraft_engine::Cue]) -> Vec<(usize, usize)> {
+    let mut from = 0;
+    cues.iter()
+        .map(|c| {
+            from += c.words.len();
+            (from - c.words.len(), from)
+        })
+        .collect()
+}
+
+/// Refuses a merge the layout cannot keep (the merged words `[lo, hi)`, `merged`, not in one of
+/// `cues`), saying why: a hard boundary between them (another speaker, a long silence, split on punctuation) or
+/// the limits.
+pub(super) fn check_merge(
+    merged: &[Word],
+    (lo, hi): (usize, usize),
+    settings: &cuecraft_engine::Settings,
+    cues: &[Cue],
+) -> Result<(), WebError> {
+    if cue_ranges(cues).iter().any(|r| r.0 <= lo && hi <= r.1) {
+        return Ok(());
+    }
+    let dialogue = settings.em_dash_on_speaker_change && settings.max_lines_per_subtitle >= 2;
+    let pairs = || merged.windows(2);
+    let why = if pairs().any(|p| p[0].speaker != p[1].speaker && !dialogue) {
+        "two speakers would share it (with “Dash on speaker change” they may, one line each)"
+            .to_string()
+    } else if let Some(p) = pairs().find(|p| (p[1].start - p[0].end).0 >= 2000) {
+        format!(
+            "a {:.1} s silence lies between them, and a silence of 2 s or more always ends a cue",
+            (p[1].start - p[0].end).0 as f64 / 1000.0
+        )
+    } else if settings.split_on_punctuation
+        && pairs().any(|p| cuecraft_engine::punctuate::ends_sentence(&p[0].text))
+    {
+        "“Split on punctuation” ends a cue at every sentence end".to_string()
+    } else {
+        let most = settings
+            .max_duration
+            .map(|d| format!(", at most {:.1} s", d.as_secs_f64()))
+            .unwrap_or_default();
+        let lines = settings.max_lines_per_subtitle;
+        format!(
+            "together they do not fit the limits ({lines} line{} of {} characters{most})",
+            if lines == 1 { "" } else { "s" },
+            settings.max_chars_per_line
+        )
+    };
+    Err(WebError::BadRequest(format!(
+        "These cues cannot be merged: {why}."
+    )))
+}

@@ -1,0 +1,118 @@
+//! GET /editor/{id}: the page shell (HTML); `editor.js` loads the rest.
+
+use std::sync::Arc;
+
+use hyper::Response;
+
+use crate::http::{App, Body};
+
+use super::super::{db, esc, html, page as html_page, require_session, WebError, WebRequest};
+use super::{check_id, visible};
+
+/// GET /editor/{id}: the page shell; `editor.js` loads the rest.
+pub async fn page(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response<Body>, WebError> {
+    check_id(id)?;
+    let session = require_session(app, req).await?;
+    let viewer = session.member.clone();
+    let jid = id.to_string();
+    let job = db(app, move |c| visible(c, &viewer, &jid)).await?;
+    let formats = [
+        ("srt", "SRT"),
+        ("vtt", "WebVTT"),
+        ("ttml", "TTML"),
+        ("ass", "ASS"),
+        ("ebu-stl", "EBU-STL"),
+    ];
+    let downloads: String = formats
+        .iter()
+        .map(|(f, label)| {
+            format!("<a class=\"button download\" data-format=\"{f}\" href=\"/editor/{id}/download?format={f}\">{label}</a>")
+        })
+        .collect();
+    let body = format!(
+        "<section class=\"editor\" id=\"editor\" data-job=\"{id}\">\
+         <div class=\"bar\"><h1 id=\"job-name\">{name}</h1>\
+         <span class=\"status status-{status}\" id=\"job-status\">{status}</span>\
+         <span id=\"save-state\" role=\"status\" aria-live=\"polite\"></span>\
+         <span id=\"qc\" class=\"qc\" title=\"Checked against the job's settings\"></span>\
+         <select id=\"transcript\" aria-label=\"Transcript\"></select>\
+         <button type=\"button\" id=\"help-open\" aria-haspopup=\"dialog\">Shortcuts (?)</button></div>\
+         <div id=\"conflict\" class=\"banner\" role=\"alert\" hidden>Someone else changed this \
+         transcript (now revision <span id=\"conflict-rev\"></span>). Your last change was not saved. \
+         <button type=\"button\" id=\"conflict-reload\">Load their version</button></div>\
+         <div id=\"problem\" class=\"banner\" role=\"alert\" hidden></div>\
+         <div id=\"notice\" class=\"banner notice\" role=\"status\" hidden></div>\
+         <div class=\"player\"><div id=\"picture\"></div>\
+         <canvas id=\"wave\" height=\"96\" aria-label=\"Waveform: click to seek\"></canvas>\
+         <div class=\"transport\"><button type=\"button\" id=\"play\">Play</button>\
+         <span id=\"clock\">0:00.000</span></div></div>\
+         <div class=\"tools\">\
+         <button type=\"button\" id=\"undo\" disabled>Undo</button>\
+         <button type=\"button\" id=\"redo\" disabled>Redo</button>\
+         <button type=\"button\" id=\"split\">Split at word</button>\
+         <button type=\"button\" id=\"merge\">Merge with next</button>\
+         <button type=\"button\" id=\"linebreak\">Line break before word</button>\
+         <span class=\"group\">Start <button type=\"button\" id=\"start-minus\">−1f</button>\
+         <button type=\"button\" id=\"start-plus\">+1f</button></span>\
+         <span class=\"group\">End <button type=\"button\" id=\"end-minus\">−1f</button>\
+         <button type=\"button\" id=\"end-plus\">+1f</button></span>\
+         <span class=\"group\"><label>Speaker <input type=\"number\" id=\"speaker\" min=\"0\" max=\"99\" value=\"0\"></label>\
+         <button type=\"button\" id=\"speaker-cue\">Set for cue</button>\
+         <button type=\"button\" id=\"speaker-all\">Set everywhere</button></span>\
+         <form id=\"find-form\" class=\"group\"><input id=\"find\" placeholder=\"Find\" aria-label=\"Find\">\
+         <input id=\"replace\" placeholder=\"Replace with\" aria-label=\"Replace with\">\
+         <button type=\"submit\">Replace all</button></form></div>\
+         <div class=\"columns\"><div class=\"cue-pane\">\
+         <div id=\"beside-head\" class=\"beside-head\" hidden><span id=\"beside-this\"></span>\
+         <span id=\"beside-original\"></span></div>\
+         <ol id=\"cues\" class=\"cues\" aria-label=\"Cues\"></ol></div>\
+         <aside><details id=\"settings-panel\"><summary>Layout settings</summary>\
+         <form id=\"settings-form\" class=\"settings\">\
+         <label>Characters per line <input type=\"number\" name=\"maxCharsPerLine\" min=\"10\" max=\"250\"></label>\
+         <label>Lines per subtitle <input type=\"number\" name=\"maxLinesPerSubtitle\" min=\"1\" max=\"5\"></label>\
+         <label>Frames between subtitles <input type=\"number\" name=\"minFramesBetweenSubtitles\" min=\"0\" max=\"100\"></label>\
+         <label>Reading pace <select name=\"contentProfile\"><option value=\"balanced\">balanced (17 CPS)</option>\
+         <option value=\"dense\">dense (20 CPS)</option><option value=\"dramatic\">dramatic (15 CPS)</option>\
+         <option value=\"auto\">auto</option></select></label>\
+         <label>Mode <select name=\"subtitleMode\"><option value=\"default\">default</option>\
+         <option value=\"audiogram\">audiogram</option></select></label>\
+         <label>Shift (ms) <input type=\"number\" name=\"shiftMs\" min=\"-10000\" max=\"10000\"></label>\
+         <label title=\"Downloads from the editor show each subtitle this many frames before its first word\">\
+         Lead-in (frames) <input type=\"number\" name=\"inCueLeadInFrames\" min=\"0\" max=\"25\"></label>\
+         <label><input type=\"checkbox\" name=\"formatSubtitles\"> Smart formatting</label>\
+         <label><input type=\"checkbox\" name=\"splitOnPunctuation\"> Split on punctuation</label>\
+         <label><input type=\"checkbox\" name=\"emDashOnSpeakerChange\"> Dash on speaker change</label>\
+         <label><input type=\"checkbox\" name=\"ellipsisContinuation\"> Ellipsis continuation</label>\
+         <button type=\"submit\">Apply settings</button></form></details>\
+         <details id=\"translate-panel\"><summary>Add a translation</summary>\
+         <form id=\"translate-form\" class=\"settings\">\
+         <label>Language <input name=\"language\" placeholder=\"nl\" required maxlength=\"20\"></label>\
+         <label>Label <input name=\"label\" placeholder=\"Dutch\" maxlength=\"100\"></label>\
+         <label><input type=\"radio\" name=\"from\" value=\"original\" checked> Copy the original to type over</label>\
+         <label><input type=\"radio\" name=\"from\" value=\"file\"> Import a subtitle file</label>\
+         <input type=\"file\" name=\"file\" accept=\".srt,.vtt,.ttml,.xml,.dfxp,.ass,.ssa,.stl\" aria-label=\"Subtitle file\">\
+         <button type=\"submit\">Add translation</button></form></details>\
+         <h2>Download</h2><div class=\"downloads\">{downloads}</div>\
+         <h2>History</h2><ol id=\"history\" class=\"history\"></ol></aside></div>\
+         <dialog id=\"help\" aria-label=\"Keyboard shortcuts\"><h2>Keyboard shortcuts</h2><dl>\
+         <dt>Ctrl+Space or Alt+P</dt><dd>Play / pause</dd>\
+         <dt>Alt+↓ / Alt+↑ (or J / K outside a text box)</dt><dd>Next / previous cue</dd>\
+         <dt>Enter on a cue</dt><dd>Edit its text (Enter saves, Escape cancels)</dd>\
+         <dt>← / → on a cue</dt><dd>Previous / next word (seeks to it)</dd>\
+         <dt>Alt+S</dt><dd>Split the cue before the selected word</dd>\
+         <dt>Alt+M</dt><dd>Merge the cue with the next</dd>\
+         <dt>Alt+L</dt><dd>Line break before the selected word</dd>\
+         <dt>Alt+[ / Alt+]</dt><dd>Cue start one frame earlier / later</dd>\
+         <dt>Alt+{{ / Alt+}}</dt><dd>Cue end one frame earlier / later</dd>\
+         <dt>Ctrl+Z / Ctrl+Shift+Z</dt><dd>Undo / redo</dd>\
+         <dt>?</dt><dd>This sheet</dd></dl>\
+         <button type=\"button\" id=\"help-close\">Close</button></dialog></section>",
+        id = esc(id),
+        name = esc(&job.name),
+        status = esc(&job.status),
+    );
+    Ok(html(
+        200,
+        html_page(&job.name, Some(&session), &body, &["editor.js"]),
+    ))
+}
