@@ -13,6 +13,7 @@ mod hardening;
 mod idempotency;
 mod media;
 mod media_store;
+mod ops;
 mod pipeline;
 mod postgres;
 mod scaleout;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
+use crate::http::health::Health;
 use crate::http::ratelimit::StoreLimiter;
 use crate::http::{App, Config};
 use crate::pipeline::{Pipeline, WorkDir};
@@ -83,6 +84,9 @@ pub struct WorkerArgs {
     /// Jobs processed at the same time.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=256))]
     pub workers: u64,
+    /// Address to serve GET /healthz and GET /readyz on (DEPLOY.md); none by default.
+    #[arg(long)]
+    pub listen: Option<SocketAddr>,
 }
 
 /// Reads the upload-signing secret of `data_dir`, creating it (mode 0600) on first start.
@@ -261,6 +265,11 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         args.workers,
     )?;
     let workers = pipeline.start(args.workers);
+    let health = Arc::new(Health::new(
+        store.clone(),
+        media.clone(),
+        pipeline.recognizer.as_ref().map(|r| r.name().to_string()),
+    ));
     let app = Arc::new(App {
         config: Config {
             data_dir: data_dir.clone(),
@@ -273,6 +282,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         secret,
         uploads: Default::default(),
         media,
+        health,
     });
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -309,12 +319,39 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<()> {
         args.recognizer.lease_ms,
         n,
     )?;
+    // Bound before any work is claimed, so that a taken address stops the process at once.
+    let listener = match args.listen {
+        Some(addr) => {
+            let l = std::net::TcpListener::bind(addr)
+                .with_context(|| format!("listening on {addr}"))?;
+            l.set_nonblocking(true)?;
+            Some(l)
+        }
+        None => None,
+    };
     let workers = pipeline.start(n);
-    tracing::info!(workers = n, "cuecraft worker running");
+    let health = Arc::new(Health::new(
+        store.clone(),
+        media.clone(),
+        pipeline.recognizer.as_ref().map(|r| r.name().to_string()),
+    ));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(shutdown_signal());
+    runtime.block_on(async {
+        match listener {
+            Some(listener) => {
+                let listener = tokio::net::TcpListener::from_std(listener)?;
+                tracing::info!(workers = n, addr = %listener.local_addr()?, "cuecraft worker running");
+                crate::http::health::serve(listener, health, shutdown_signal()).await;
+            }
+            None => {
+                tracing::info!(workers = n, "cuecraft worker running");
+                shutdown_signal().await;
+            }
+        }
+        anyhow::Ok(())
+    })?;
     stop_workers(&pipeline, workers);
     Ok(())
 }

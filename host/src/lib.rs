@@ -11,6 +11,7 @@ pub mod cli;
 pub mod http;
 pub mod json;
 pub mod media;
+pub mod ops;
 pub mod pipeline;
 pub mod redact;
 pub mod store;

@@ -17,7 +17,7 @@ const LAYERS: &[&[&str]] = &[
     &["http"],
     &["backend", "pipeline"],
     &["store", "media"],
-    &["billing", "words", "redact", "json", "child", "util"],
+    &["billing", "words", "redact", "json", "child", "util", "ops"],
 ];
 
 fn rank(room: &str) -> Option<usize> {

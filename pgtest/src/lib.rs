@@ -34,6 +34,8 @@ const TEMPLATE: &str = "cuecraft_template";
 /// A running cluster of this test binary.
 pub struct Cluster {
     dir: PathBuf,
+    /// The server's options (`pg_ctl -o`), kept for a restart.
+    options: String,
     next: AtomicU64,
     /// The watchdog, holding the write end of its pipe (its stdin): closed only when the
     /// process ends. Never waited for: it outlives the process on purpose.
@@ -63,6 +65,18 @@ pub fn cluster(migrate: impl FnOnce(&str) -> Result<(), String>) -> &'static Clu
         }
         cluster
     })
+}
+
+/// A cluster of its own for a test that stops and starts its server (the shared one must keep
+/// running for the other tests), with a template database prepared by `migrate(url)`. It lives
+/// until the test binary ends, like the shared one.
+pub fn private_cluster(migrate: impl FnOnce(&str) -> Result<(), String>) -> &'static Cluster {
+    let cluster: &'static Cluster = Box::leak(Box::new(Cluster::start()));
+    cluster.admin_sql(&format!("CREATE DATABASE {TEMPLATE}"));
+    if let Err(e) = migrate(&cluster.url(TEMPLATE)) {
+        panic!("migrating the template database failed: {e}");
+    }
+    cluster
 }
 
 /// A fresh, migrated database in the test binary's cluster.
@@ -178,20 +192,42 @@ impl Cluster {
              -c full_page_writes=off -c max_connections=400",
             dir.display()
         );
+        let cluster = Cluster {
+            dir,
+            options,
+            next: AtomicU64::new(0),
+            _watchdog: Mutex::new(watchdog),
+        };
+        cluster.start_server();
+        cluster
+    }
+
+    fn start_server(&self) {
+        let log = self.dir.join("server.log");
         let mut start = pg_command("pg_ctl");
         start
             .arg("-D")
-            .arg(&data)
+            .arg(self.dir.join("data"))
             .arg("-l")
             .arg(&log)
-            .args(["-w", "-t", "60", "-o", &options, "start"])
+            .args(["-w", "-t", "60", "-o", &self.options, "start"])
             .process_group(0);
         run(start, "pg_ctl start", &log);
-        Cluster {
-            dir,
-            next: AtomicU64::new(0),
-            _watchdog: Mutex::new(watchdog),
-        }
+    }
+
+    /// Stops the server (`pg_ctl stop -m fast`: open connections are closed), as an outage or a
+    /// failover would. Only for a [`private_cluster`].
+    pub fn stop(&self) {
+        let mut stop = pg_command("pg_ctl");
+        stop.arg("-D")
+            .arg(self.dir.join("data"))
+            .args(["-w", "-t", "60", "-m", "fast", "stop"]);
+        run(stop, "pg_ctl stop", &self.dir.join("server.log"));
+    }
+
+    /// Starts the server again after [`Cluster::stop`].
+    pub fn restart(&self) {
+        self.start_server();
     }
 
     /// The directory holding the server's socket.

@@ -6,6 +6,7 @@ pub mod body;
 pub mod claims;
 pub mod error;
 pub mod front;
+pub mod health;
 pub mod ratelimit;
 pub mod server;
 
@@ -51,6 +52,8 @@ pub struct App {
     pub uploads: crate::http::claims::UploadClaims,
     /// Where media bytes live (a local directory or a bucket).
     pub media: Arc<dyn crate::media::MediaStore>,
+    /// The readiness checks (`/readyz`).
+    pub health: Arc<health::Health>,
 }
 
 impl App {

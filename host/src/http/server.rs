@@ -186,6 +186,16 @@ pub async fn handle(
 ) -> Result<Response<Body>, Infallible> {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
+    if crate::http::health::owns(&path) {
+        // Before the key, the rate limit and the web application: a probe needs none of them.
+        let mut resp =
+            respond(async { Ok(crate::http::health::answer(&app.health, &method, &path).await) })
+                .await;
+        if method == Method::HEAD {
+            without_body(&mut resp);
+        }
+        return Ok(resp);
+    }
     if method == Method::HEAD {
         *req.method_mut() = Method::GET;
     }

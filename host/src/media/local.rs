@@ -97,6 +97,18 @@ impl MediaStore for LocalDirectory {
         format!("file://{}", self.dir.display())
     }
 
+    fn check(&self) -> io::Result<()> {
+        for dir in [self.dir.clone(), self.dir.join("tmp")] {
+            if !std::fs::metadata(&dir)?.is_dir() {
+                return Err(io::Error::other(format!(
+                    "{} is not a directory",
+                    dir.display()
+                )));
+            }
+        }
+        Ok(())
+    }
+
     fn size(&self, job_id: &str, object: Object) -> io::Result<Option<u64>> {
         let meta = absent_is_none(std::fs::metadata(self.path(job_id, object)?))?;
         Ok(meta.filter(|m| m.is_file()).map(|m| m.len()))

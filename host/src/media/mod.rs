@@ -60,6 +60,11 @@ pub trait MediaStore: fmt::Debug + Send + Sync {
     /// Where the media live, for logs (`file:///srv/cuecraft/media`, `s3://bucket/prefix`).
     fn describe(&self) -> String;
 
+    /// Whether the store can be reached now (the readiness check, `GET /readyz`): the directory
+    /// and its `tmp/` exist, or the bucket answers a request for an object (one that need not
+    /// exist: "not found" is an answer).
+    fn check(&self) -> io::Result<()>;
+
     /// The object's size in bytes, `None` when there is no such object.
     fn size(&self, job_id: &str, object: Object) -> io::Result<Option<u64>>;
 

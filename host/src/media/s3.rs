@@ -203,6 +203,16 @@ impl MediaStore for S3Bucket {
         }
     }
 
+    fn check(&self) -> io::Result<()> {
+        // A HEAD of a key no job uses: the bucket answers (404 included) when it is reachable
+        // and the credentials are good.
+        let key = match &self.prefix {
+            Some(p) => p.clone().join(".readiness"),
+            None => Key::from(".readiness"),
+        };
+        self.head_size(key).map(|_| ())
+    }
+
     fn size(&self, job_id: &str, object: Object) -> io::Result<Option<u64>> {
         self.head_size(self.key(job_id, object)?)
     }

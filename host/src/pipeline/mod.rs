@@ -142,6 +142,11 @@ fn arrived(
     Ok(moved)
 }
 
+/// The store as this process's workers see it: an outage is logged when it starts and when it
+/// ends, not at every claim of every worker.
+static STORE_OUTAGE: crate::ops::outage::Outage =
+    crate::ops::outage::Outage::new("the store (as the workers see it)");
+
 /// The default lease of a claimed queue row: a worker that stops heartbeating (killed) loses its
 /// row this long after its last heartbeat.
 pub const DEFAULT_LEASE_MS: i64 = 30_000;
@@ -251,11 +256,13 @@ impl Pipeline {
                     continue;
                 }
                 Err(e) => {
-                    tracing::warn!("claiming work failed: {e}");
+                    // Logged once per outage, however many workers and retries.
+                    STORE_OUTAGE.failed(&e);
                     self.queue.wait(seen, Duration::from_secs(1));
                     continue;
                 }
             };
+            STORE_OUTAGE.succeeded();
             if let Ok(mut r) = self.running.lock() {
                 r.insert(worker.to_string(), task.seq);
             }
@@ -379,9 +386,12 @@ impl Pipeline {
             }
             let since = now_ms() - UPLOAD_GRACE.as_millis() as i64;
             let waiting = match self.store.uploading_jobs() {
-                Ok(ids) => ids,
+                Ok(ids) => {
+                    STORE_OUTAGE.succeeded();
+                    ids
+                }
                 Err(e) => {
-                    tracing::warn!("upload sweep: {e}");
+                    STORE_OUTAGE.failed(&e);
                     continue;
                 }
             };

@@ -140,6 +140,25 @@ impl Wake for LocalWake {
 /// The result of a store call.
 pub type StoreResult<T> = Result<T, StoreError>;
 
+/// The migrations of one schema (or database) of a store: how many are applied in it and how
+/// many this build knows ([`Store::migrations`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigrationState {
+    /// The schema: `main` or `billing`.
+    pub schema: &'static str,
+    /// The highest version applied.
+    pub applied: i64,
+    /// The highest version this build knows.
+    pub known: i64,
+}
+
+impl MigrationState {
+    /// Whether every migration this build knows is applied (a newer build may have applied more).
+    pub fn complete(&self) -> bool {
+        self.applied >= self.known
+    }
+}
+
 /// Who is calling the API: the key and its organisation.
 #[derive(Debug, Clone)]
 pub struct Caller {
@@ -475,6 +494,10 @@ pub trait Store: Send + Sync {
     /// The signal that wakes this process's idle workers when work is due: the same object for
     /// every call. It reaches the workers of other processes when the backend can (Postgres).
     fn wake(&self) -> Arc<dyn Wake>;
+
+    /// The migration state of each of the store's schemas, read from the store itself: a call
+    /// that answers proves the store answers (the readiness check, `GET /readyz`).
+    fn migrations(&self) -> StoreResult<Vec<MigrationState>>;
 
     // ---- organisations, members, keys (the admin CLI) ----
 

@@ -25,6 +25,7 @@ use postgres::fallible_iterator::FallibleIterator;
 use postgres::GenericClient;
 
 use super::pool::{Conn, Pool};
+use crate::ops::outage::{Backoff, Outage};
 use crate::store::Task;
 
 /// The channel of queue notifications.
@@ -152,7 +153,8 @@ impl Drop for Listener {
 fn listen(pool: &Pool, wake: &(dyn Fn() + Send + Sync), stop: &AtomicBool) {
     // How often the thread looks at its stop flag while no notification comes.
     const TICK: Duration = Duration::from_millis(250);
-    let mut backoff = Duration::from_millis(100);
+    let outage = Outage::new("the queue listener's Postgres connection");
+    let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
     while !stop.load(Ordering::SeqCst) {
         let mut client = match pool.connect().and_then(|mut c| {
             c.batch_execute(&format!("LISTEN {CHANNEL}"))?;
@@ -160,27 +162,51 @@ fn listen(pool: &Pool, wake: &(dyn Fn() + Send + Sync), stop: &AtomicBool) {
         }) {
             Ok(c) => c,
             Err(e) => {
-                tracing::warn!("queue listener cannot connect (workers poll meanwhile): {e}");
-                std::thread::sleep(backoff);
-                backoff = (backoff * 2).min(Duration::from_secs(5));
+                // Workers poll the queue meanwhile.
+                outage.failed(&e);
+                sleep_unless_stopped(backoff.next_wait(), stop);
                 continue;
             }
         };
-        backoff = Duration::from_millis(100);
+        outage.succeeded();
+        backoff.reset();
+        // Notifications sent while the connection was away are lost: look at the queue now.
         wake();
-        while !stop.load(Ordering::SeqCst) && !client.is_closed() {
-            let mut notifications = client.notifications();
-            let mut iter = notifications.timeout_iter(TICK);
-            loop {
-                match iter.next() {
-                    Ok(Some(_)) => wake(),
-                    Ok(None) => break,
-                    Err(e) => {
-                        tracing::warn!("queue listener lost its connection: {e}");
-                        break;
+        // Until the connection fails: then a new one, after the backoff (a stopped server makes
+        // every read fail at once, so going round without a pause would spin and log forever).
+        'connected: while !stop.load(Ordering::SeqCst) {
+            {
+                let mut notifications = client.notifications();
+                let mut iter = notifications.timeout_iter(TICK);
+                loop {
+                    match iter.next() {
+                        Ok(Some(_)) => wake(),
+                        Ok(None) => break,
+                        Err(e) => {
+                            outage.failed(&e);
+                            break 'connected;
+                        }
                     }
                 }
             }
+            if client.is_closed() {
+                outage.failed(&"the connection was closed");
+                break;
+            }
         }
+        drop(client);
+        sleep_unless_stopped(backoff.next_wait(), stop);
+    }
+}
+
+/// Sleeps `wait`, waking early (within 50 ms) when `stop` is set.
+fn sleep_unless_stopped(wait: Duration, stop: &AtomicBool) {
+    let until = std::time::Instant::now() + wait;
+    while !stop.load(Ordering::SeqCst) {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(50)));
     }
 }

@@ -14,10 +14,11 @@ use super::error::from_pg;
 use super::pool::Conn;
 use super::{ledger, pages, queue, PostgresStore};
 use crate::store::{
-    is_token, new_token, Caller, CleanSource, Cursor, Formatted, JobRow, KeyClaim, Member, NewJob,
-    NewOrgOwner, ProjectQuery, ProjectRow, Recognized, RevisionRow, Saved, Session, Sort, Store,
-    StoreError, StoreResult, StoredWords, Task, TranscriptInfo, TranscriptRow, Wake, WordsEdit,
-    IDEMPOTENCY_ABANDONED_MS, IDEMPOTENCY_TTL_MS, LOGIN_LINK_TTL_MS, SESSION_TTL_MS,
+    is_token, new_token, Caller, CleanSource, Cursor, Formatted, JobRow, KeyClaim, Member,
+    MigrationState, NewJob, NewOrgOwner, ProjectQuery, ProjectRow, Recognized, RevisionRow, Saved,
+    Session, Sort, Store, StoreError, StoreResult, StoredWords, Task, TranscriptInfo,
+    TranscriptRow, Wake, WordsEdit, IDEMPOTENCY_ABANDONED_MS, IDEMPOTENCY_TTL_MS,
+    LOGIN_LINK_TTL_MS, SESSION_TTL_MS,
 };
 use crate::util::{hex, random_bytes, sha256};
 
@@ -250,6 +251,29 @@ fn visible_job(c: &mut Conn, viewer: &Member, id: &str) -> Result<Option<JobRow>
 }
 
 impl Store for PostgresStore {
+    fn migrations(&self) -> StoreResult<Vec<MigrationState>> {
+        let applied = |schema: &str| {
+            let sql = format!("SELECT COALESCE(MAX(version), 0)::BIGINT FROM {schema}.migrations");
+            move |c: &mut Conn| -> Result<i64, postgres::Error> {
+                Ok(c.client.query_one(&sql, &[])?.get(0))
+            }
+        };
+        let main = self.main(applied("public"))?;
+        let billing = self.ledger(applied("billing"))?;
+        Ok(vec![
+            MigrationState {
+                schema: "main",
+                applied: main,
+                known: super::migrations::MAIN.len() as i64,
+            },
+            MigrationState {
+                schema: "billing",
+                applied: billing,
+                known: super::migrations::BILLING.len() as i64,
+            },
+        ])
+    }
+
     fn wake(&self) -> Arc<dyn Wake> {
         self.wake.clone()
     }

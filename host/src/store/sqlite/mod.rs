@@ -21,9 +21,9 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
 use crate::store::pages::Geometry;
 use crate::store::{
-    Caller, CleanSource, Formatted, JobRow, KeyClaim, LocalWake, Member, NewJob, NewOrgOwner,
-    ProjectQuery, ProjectRow, Recognized, RevisionRow, Saved, Session, Store, StoreError,
-    StoreResult, StoredWords, Task, TranscriptInfo, TranscriptRow, Wake, WordsEdit,
+    Caller, CleanSource, Formatted, JobRow, KeyClaim, LocalWake, Member, MigrationState, NewJob,
+    NewOrgOwner, ProjectQuery, ProjectRow, Recognized, RevisionRow, Saved, Session, Store,
+    StoreError, StoreResult, StoredWords, Task, TranscriptInfo, TranscriptRow, Wake, WordsEdit,
 };
 
 /// File name of the main database inside the data directory.
@@ -402,6 +402,24 @@ fn exists(c: &Connection, sql: &str, args: impl rusqlite::Params) -> rusqlite::R
 impl Store for SqliteStore {
     fn wake(&self) -> Arc<dyn Wake> {
         self.wake.clone()
+    }
+
+    fn migrations(&self) -> StoreResult<Vec<MigrationState>> {
+        const APPLIED: &str = "SELECT COALESCE(MAX(version), 0) FROM migrations";
+        let main = self.main(|c| c.query_row(APPLIED, [], |r| r.get(0)))?;
+        let billing = self.ledger(|c| c.query_row(APPLIED, [], |r| r.get(0)))?;
+        Ok(vec![
+            MigrationState {
+                schema: "main",
+                applied: main,
+                known: MAIN_MIGRATIONS.len() as i64,
+            },
+            MigrationState {
+                schema: "billing",
+                applied: billing,
+                known: BILLING_MIGRATIONS.len() as i64,
+            },
+        ])
     }
 
     fn is_empty(&self) -> StoreResult<bool> {

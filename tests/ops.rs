@@ -1,0 +1,157 @@
+//! Running the service: health and readiness for load balancers (`/healthz`, `/readyz` on the
+//! API's listener and on `cuecraft worker --listen`), and a store outage that is reported by
+//! readiness and logged once, not once per retry.
+
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::{free_port, postgres_run, request, Resp, Server, LOCAL_MEDIA};
+
+fn get(port: u16, path: &str) -> Resp {
+    request(port, "GET", path, &[], b"")
+}
+
+/// Polls `path` until it answers `status` (up to 20 s); the last response.
+fn wait_status(port: u16, path: &str, status: u16) -> Resp {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let r = get(port, path);
+        if r.status == status {
+            return r;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{path} stayed {} (wanted {status}): {}",
+            r.status,
+            r.text()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn not_ready(r: &Resp) -> Vec<String> {
+    r.json()["notReady"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn health_and_readiness_answer_without_a_key_and_name_what_is_not_ready() {
+    // The media in the data directory on both backends, so that the test can take it away.
+    let server = Server::start(&LOCAL_MEDIA);
+    let alive = get(server.port, "/healthz");
+    assert_eq!(alive.status, 200);
+    assert_eq!(alive.json()["status"], "alive");
+    let ready = get(server.port, "/readyz");
+    assert_eq!(ready.status, 200, "{}", ready.text());
+    let body = ready.json();
+    assert_eq!(body["status"], "ready");
+    assert_eq!(body["notReady"], serde_json::json!([]));
+    for check in ["store", "migrations", "media", "recognizer"] {
+        assert_eq!(body["checks"][check]["ok"], true, "{check}: {body}");
+    }
+    assert!(body["checks"]["recognizer"]["name"]
+        .as_str()
+        .is_some_and(|n| n.starts_with("command:")));
+    // Only GET and HEAD.
+    let post = request(server.port, "POST", "/readyz", &[], b"");
+    post.expect_error(405, "method_not_allowed");
+    let head = request(server.port, "HEAD", "/readyz", &[], b"");
+    assert_eq!((head.status, head.body.len()), (200, 0));
+
+    // The media directory goes away: not ready, naming the media store; back: ready again.
+    let tmp = server.data_dir().join("media").join("tmp");
+    std::fs::remove_dir(&tmp).expect("remove media/tmp");
+    let r = wait_status(server.port, "/readyz", 503);
+    assert_eq!(not_ready(&r), ["media"], "{}", r.text());
+    assert_eq!(r.json()["checks"]["store"]["ok"], true);
+    assert!(
+        !r.text().contains(&server.data_dir().display().to_string()),
+        "no server path in a public answer: {}",
+        r.text()
+    );
+    assert_eq!(get(server.port, "/healthz").status, 200, "still alive");
+    std::fs::create_dir(&tmp).expect("recreate media/tmp");
+    wait_status(server.port, "/readyz", 200);
+
+    // A worker process serves the same on --listen, with its recognizer.
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let worker = server.worker("health", &["--listen", &listen, "--workers", "1"]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "worker: {}", worker.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(get(port, "/healthz").json()["status"], "alive");
+    let r = get(port, "/readyz");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["checks"]["recognizer"]["ok"], true);
+    get(port, "/v1/jobs").expect_error(404, "not_found");
+}
+
+/// PostgreSQL stops under a server with workers and starts again: `/readyz` answers 503 naming
+/// the store while it is down and 200 once it is back, `/healthz` stays 200, and the log grows by
+/// a handful of lines (before, the queue listener logged millions of lines a second).
+#[test]
+fn a_store_outage_is_reported_by_readiness_and_logged_once() {
+    if !postgres_run() {
+        return;
+    }
+    let cluster = cuecraft_pgtest::private_cluster(|url| {
+        cuecraft_host::store::postgres::PostgresStore::open(url)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    });
+    let db = cluster.fresh_db();
+    let server = Server::start_on(Some(&db), &["--workers", "2"]);
+    wait_status(server.port, "/readyz", 200);
+    // The workers are waiting on the queue, with the listener's connection open.
+    std::thread::sleep(Duration::from_millis(1500));
+    let before = server.log().lines().count();
+
+    cluster.stop();
+    let r = wait_status(server.port, "/readyz", 503);
+    let names = not_ready(&r);
+    assert!(names.contains(&"store".to_string()), "{}", r.text());
+    assert_eq!(r.json()["checks"]["store"]["ok"], false);
+    assert_eq!(get(server.port, "/healthz").status, 200);
+    // Down for a while: the workers poll, the listener retries.
+    std::thread::sleep(Duration::from_secs(4));
+    let during = server.log().lines().count();
+    cluster.restart();
+    wait_status(server.port, "/readyz", 200);
+    // The listener reconnects (its backoff is at most 5 s) and says so once.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !server
+        .log()
+        .contains("queue listener's Postgres connection is reachable again")
+    {
+        assert!(Instant::now() < deadline, "{}", server.log());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    let after = server.log().lines().count();
+    let log = server.log();
+    let new: Vec<&str> = log.lines().skip(before).collect();
+    assert!(
+        after - before <= 12 && during - before <= 8,
+        "{} lines during the outage, {} in all:\n{}",
+        during - before,
+        after - before,
+        new.join("\n")
+    );
+    for (what, n) in [("is unreachable", 1usize), ("reachable again", 1)] {
+        let listener = new
+            .iter()
+            .filter(|l| l.contains("queue listener") && l.contains(what))
+            .count();
+        assert_eq!(listener, n, "{what}:\n{}", new.join("\n"));
+    }
+}
