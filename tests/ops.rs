@@ -155,3 +155,49 @@ fn a_store_outage_is_reported_by_readiness_and_logged_once() {
         assert_eq!(listener, n, "{what}:\n{}", new.join("\n"));
     }
 }
+
+/// "old password 1" as earlier versions stored it: PBKDF2-HMAC-SHA256, 210,000 iterations, salt
+/// 10..1f (made with Python's hashlib.pbkdf2_hmac).
+const OLD_HASH: &str = "pbkdf2-sha256$210000$101112131415161718191a1b1c1d1e1f$\
+                        9507590011f2745b697377ebdf4d972622c608e0797ef67a95a9297045c7a0e8";
+
+#[test]
+fn a_password_hashed_by_an_earlier_version_signs_in_and_is_rehashed_with_argon2id() {
+    let server = Server::start(&[]);
+    let org = server.org(0, &[]);
+    server.sql(&format!(
+        "UPDATE members SET password_hash = '{OLD_HASH}' WHERE id = '{}'",
+        org.owner
+    ));
+    let argon2id = || {
+        server.sql_number(&format!(
+            "SELECT COUNT(*) FROM members WHERE id = '{}' \
+             AND password_hash LIKE '$argon2id$v=19$m=19456,t=2,p=1$%'",
+            org.owner
+        ))
+    };
+    let form = get(server.port, "/login");
+    let (pre, _) = crate::web::set_cookie(&form, "cc_signin").expect("sign-in cookie");
+    let login = |pw: &str| {
+        request(
+            server.port,
+            "POST",
+            "/login",
+            &[
+                ("Cookie", &format!("cc_signin={pre}")),
+                ("Content-Type", "application/x-www-form-urlencoded"),
+            ],
+            format!("_csrf={pre}&email=owner%40example.com&password={pw}&next=%2Fprojects")
+                .as_bytes(),
+        )
+    };
+    assert_eq!(login("old+password+2").status, 401);
+    assert_eq!(argon2id(), 0, "a wrong password changes nothing");
+    let ok = login("old+password+1");
+    assert_eq!(ok.status, 303, "{}", ok.text());
+    assert!(crate::web::set_cookie(&ok, "cc_session").is_some());
+    assert_eq!(argon2id(), 1, "upgraded at sign-in: {}", server.log());
+    // The new hash signs in, and the old password is still the password.
+    assert_eq!(login("old+password+1").status, 303);
+    assert_eq!(login("old+password+2").status, 401);
+}

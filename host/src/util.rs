@@ -1,7 +1,9 @@
-//! Small helpers the host shares: random ids and keys, hex, SHA-256, UTC timestamps (RFC 3339).
+//! Small helpers the host shares: random ids and keys, hex, SHA-256, UTC timestamps (RFC 3339),
+//! URL queries and percent-encoding.
 //!
-//! Written here rather than pulled in as dependencies because each is a few lines and the host
-//! needs exactly one spelling of each (24-hex ids, `Z` timestamps with milliseconds).
+//! Dates, queries and percent-encoding go through well-kept crates (`time`, `form_urlencoded`,
+//! `percent-encoding`); ids, keys and hex are a few lines each, written here because the host
+//! needs exactly one spelling of each (24-hex ids, `cc_live_` keys).
 
 use std::io::Read;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -70,162 +72,62 @@ pub fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
+/// The UTC date-time of a Unix time in milliseconds (`None` outside years -9999..=9999).
+fn utc(ms: i64) -> Option<time::OffsetDateTime> {
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).ok()
 }
 
-/// (year, month, day) to days since 1970-01-01.
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let m = m as i64;
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d as i64 - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// `2026-11-21T02:20:39.123Z` for a Unix time in milliseconds.
+/// `2026-11-21T02:20:39.123Z` for a Unix time in milliseconds (the `time` crate), always with
+/// milliseconds and `Z`, the one spelling the API documents.
 pub fn rfc3339(ms: i64) -> String {
-    let days = ms.div_euclid(86_400_000);
-    let rest = ms.rem_euclid(86_400_000);
-    let (y, mo, d) = civil_from_days(days);
-    let (h, mi, s, milli) = (
-        rest / 3_600_000,
-        rest / 60_000 % 60,
-        rest / 1000 % 60,
-        rest % 1000,
+    const FORMAT: &[time::format_description::BorrowedFormatItem<'static>] = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
     );
-    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{milli:03}Z")
+    utc(ms)
+        .and_then(|t| t.format(FORMAT).ok())
+        .unwrap_or_else(|| "1970-01-01T00:00:00.000Z".to_string())
 }
 
 /// The Unix time in milliseconds of the first instant of the UTC month containing `ms`.
 pub fn month_start_ms(ms: i64) -> i64 {
-    let (y, m, _) = civil_from_days(ms.div_euclid(86_400_000));
-    days_from_civil(y, m, 1) * 86_400_000
+    utc(ms)
+        .and_then(|t| t.replace_day(1).ok())
+        .map(|t| t.replace_time(time::Time::MIDNIGHT))
+        .map(|t| (t.unix_timestamp_nanos() / 1_000_000) as i64)
+        .unwrap_or(ms)
 }
 
 /// Parses an RFC 3339 date-time (`2024-01-31T09:00:00Z`, `...+02:00`, fractions allowed) to Unix
-/// milliseconds. A bare date (`2024-01-31`) is taken as midnight UTC.
+/// milliseconds (the `time` crate). A bare date (`2024-01-31`) is taken as midnight UTC.
 pub fn parse_rfc3339(s: &str) -> Option<i64> {
-    let b = s.as_bytes();
-    let num = |from: usize, len: usize| -> Option<i64> {
-        let part = s.get(from..from + len)?;
-        if !part.bytes().all(|c| c.is_ascii_digit()) {
-            return None;
-        }
-        part.parse().ok()
+    const DATE: &[time::format_description::BorrowedFormatItem<'static>] =
+        time::macros::format_description!("[year]-[month]-[day]");
+    let t = match time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339) {
+        Ok(t) => t,
+        Err(_) => time::Date::parse(s, DATE).ok()?.midnight().assume_utc(),
     };
-    if b.len() < 10 || b[4] != b'-' || b[7] != b'-' {
-        return None;
-    }
-    let (y, mo, d) = (num(0, 4)?, num(5, 2)?, num(8, 2)?);
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) {
-        return None;
-    }
-    let days = days_from_civil(y, mo as u32, d as u32);
-    if b.len() == 10 {
-        return Some(days * 86_400_000);
-    }
-    if !matches!(b[10], b'T' | b't' | b' ') || b.len() < 19 || b[13] != b':' || b[16] != b':' {
-        return None;
-    }
-    let (h, mi, sec) = (num(11, 2)?, num(14, 2)?, num(17, 2)?);
-    if h > 23 || mi > 59 || sec > 60 {
-        return None;
-    }
-    let mut i = 19;
-    let mut frac_ms = 0i64;
-    if b.get(i) == Some(&b'.') {
-        i += 1;
-        let start = i;
-        while b.get(i).is_some_and(|c| c.is_ascii_digit()) {
-            i += 1;
-        }
-        if i == start {
-            return None;
-        }
-        let digits = &s[start..i.min(start + 3)];
-        frac_ms = digits.parse::<i64>().ok()? * 10i64.pow(3 - digits.len() as u32);
-    }
-    let offset_min = match b.get(i) {
-        Some(b'Z' | b'z') if b.len() == i + 1 => 0,
-        Some(sign @ (b'+' | b'-')) if b.len() == i + 6 && b[i + 3] == b':' => {
-            let oh = num(i + 1, 2)?;
-            let om = num(i + 4, 2)?;
-            let total = oh * 60 + om;
-            if *sign == b'+' {
-                total
-            } else {
-                -total
-            }
-        }
-        _ => return None,
-    };
-    Some(
-        days * 86_400_000 + h * 3_600_000 + mi * 60_000 + sec * 1000 + frac_ms
-            - offset_min * 60_000,
-    )
+    Some((t.unix_timestamp_nanos() / 1_000_000) as i64)
 }
 
-/// Percent-decodes a URL query component (`+` is a space). Invalid escapes are kept as written.
-pub fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < b.len() => {
-                let h = |c: u8| (c as char).to_digit(16);
-                match (h(b[i + 1]), h(b[i + 2])) {
-                    (Some(x), Some(y)) => {
-                        out.push((x * 16 + y) as u8);
-                        i += 2;
-                    }
-                    _ => out.push(b'%'),
-                }
-            }
-            c => out.push(c),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
+/// What [`percent_encode`] escapes: every byte outside RFC 3986's unreserved set.
+const NOT_UNRESERVED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
 
 /// Percent-encodes `s` for an RFC 5987 `filename*` value or a URL path segment: every byte
-/// outside the unreserved set is escaped.
+/// outside the unreserved set is escaped (the `percent-encoding` crate).
 pub fn percent_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    percent_encoding::utf8_percent_encode(s, NOT_UNRESERVED).to_string()
 }
 
-/// The query of a URL as decoded (name, value) pairs, in order.
+/// The query of a URL (or an `application/x-www-form-urlencoded` body) as decoded (name, value)
+/// pairs, in order (the `form_urlencoded` crate: `+` is a space, invalid escapes are kept as
+/// written, invalid UTF-8 is replaced).
 pub fn parse_query(query: &str) -> Vec<(String, String)> {
-    query
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .map(|p| match p.split_once('=') {
-            Some((k, v)) => (percent_decode(k), percent_decode(v)),
-            None => (percent_decode(p), String::new()),
-        })
+    form_urlencoded::parse(query.as_bytes())
+        .into_owned()
         .collect()
 }
 
@@ -301,7 +203,7 @@ mod tests {
                 ("flag".into(), String::new())
             ]
         );
-        assert_eq!(percent_decode("%zz%4"), "%zz%4");
+        assert_eq!(parse_query("a=%zz%4"), vec![("a".into(), "%zz%4".into())]);
         assert_eq!(
             percent_encode("Ünïcode name.srt"),
             "%C3%9Cn%C3%AFcode%20name.srt"

@@ -126,15 +126,28 @@ pub async fn password_login(app: &Arc<App>, req: &WebRequest) -> Result<Response
     let candidates = db(app, move |c| Ok(c.password_candidates(&email)?)).await?;
     // Hashing is slow on purpose: off the async workers.
     let found = tokio::task::spawn_blocking(move || {
-        candidates
-            .into_iter()
-            .find(|(_, hash)| password::verify(&pw, hash))
-            .map(|(id, _)| id)
+        candidates.into_iter().find_map(|(id, hash)| {
+            let v = password::verify(&pw, &hash);
+            // A hash of an earlier scheme (PBKDF2) or weaker parameters is replaced by an
+            // Argon2id hash of the password just proven.
+            v.ok.then(|| (id, v.rehash.then(|| password::hash(&pw).ok()).flatten()))
+        })
     })
     .await
     .map_err(|e| WebError::Internal(e.to_string()))?;
     match found {
-        Some(id) => start_session(app, id, &next).await,
+        Some((id, rehashed)) => {
+            if let Some(hash) = rehashed {
+                let member = id.clone();
+                // A failure keeps the old hash, which still verifies: the next sign-in tries again.
+                if let Err(e) = db(app, move |c| Ok(c.set_password(&member, &hash)?)).await {
+                    tracing::warn!(member = %id, "could not upgrade a password hash: {e:?}");
+                } else {
+                    tracing::info!(member = %id, "password hash upgraded to Argon2id");
+                }
+            }
+            start_session(app, id, &next).await
+        }
         None => {
             login_page(
                 app,
