@@ -2,6 +2,8 @@
 // transcript's current revision and the server answers the re-laid-out cues (or 409 when someone
 // else saved first). Undo, redo and restore save an earlier revision's words as a new revision.
 
+import { Timeline } from "./timeline.js";
+
 const root = document.getElementById("editor");
 const jobId = root.dataset.job;
 const csrf = document.querySelector('meta[name="csrf-token"]')?.content ?? "";
@@ -15,8 +17,6 @@ const state = {
   word: null, // selected word index (in the stored words)
   undo: [],
   redo: [],
-  peaks: null,
-  peaksPerSecond: 50,
   media: null,
   busy: false,
   // The cue text box that is open: {k, from, to, index, start, original, area, li}. Whatever
@@ -303,7 +303,9 @@ function selectCue(k, focus = true) {
   if (focus && li) {
     li.focus();
     li.scrollIntoView({ block: "nearest" });
-  }
+  } else li?.scrollIntoView({ block: "nearest" });
+  timeline.reveal(cue.start, cue.end);
+  timeline.draw();
 }
 
 function seek(ms) {
@@ -673,6 +675,28 @@ const ops = {
     if (!(await confirmBox(what, replace === "" ? `Delete in ${n}` : `Replace in ${n}`))) return;
     return edit({ op: "replace", find, replace });
   },
+  // Moves a cue's edge to `ms` (a drag on the timeline, a typed time, the playhead).
+  async setTime(k, edge, ms) {
+    const f = frameMs();
+    state.cue = k;
+    markSelection();
+    // One frame at a time with the nudge operation, until the server's set-time operation lands;
+    // a nudge that the server holds back ends the walk (its notice says why).
+    for (let guard = 0; guard < 500; guard++) {
+      const cue = state.data.cues[k];
+      if (!cue) return;
+      const cur = cue[edge];
+      const frames = Math.round((ms - cur) / f);
+      if (frames === 0) return;
+      const ok = await edit({ op: "nudge", from: cue.from, to: cue.to, edge, frames: Math.sign(frames), time: cur });
+      if (!ok || state.data.cues[k]?.[edge] === cur) return;
+    }
+  },
+  // Start or end of the selected cue at the playhead.
+  atPlayhead(edge) {
+    const cue = currentCue();
+    if (cue && state.media) return raw.setTime(state.cue, edge, timeline.snap(state.media.currentTime * 1000));
+  },
   undo() {
     const rev = state.undo.pop();
     if (rev !== undefined) return restoreTo(rev, "undo").then((ok) => ok || state.undo.push(rev));
@@ -790,7 +814,36 @@ async function addTranslation() {
 
 // ----- playback and waveform ------------------------------------------------------------------
 
+function frameMs() {
+  const fr = state.data?.job?.frameRate;
+  return fr && fr.num > 0 ? (1000 * fr.den) / fr.num : 40;
+}
+
+// The timeline takes the place of the page's waveform strip.
+const timeline = (() => {
+  const old = $("wave");
+  const holder = el("div", { class: "timeline-holder" });
+  old.replaceWith(holder);
+  return new Timeline(holder, {
+    cues: () => state.data?.cues ?? [],
+    selected: () => state.cue,
+    time: () => (state.media ? state.media.currentTime * 1000 : 0),
+    duration: () => (state.data ? durationMs() : 0),
+    frameMs,
+    gapMs: () => (state.data?.settings?.minFramesBetweenSubtitles ?? 0) * frameMs(),
+    onSeek: (ms) => seek(ms),
+    onSelect: (k, ms) => {
+      state.word = null;
+      selectCue(k, !document.activeElement?.closest?.("textarea"));
+      seek(ms);
+    },
+    onEdge: (k, edge, ms) => ops.setTime(k, edge, ms),
+  });
+})();
+
 function setupMedia() {
+  timeline.setPeaks(state.data.peaks);
+  timeline.layout();
   const m = state.data.media;
   if (state.media || !m) return;
   const media = m.kind === "video" ? el("video", { preload: "auto" }) : el("audio", { preload: "auto" });
@@ -804,55 +857,16 @@ function setupMedia() {
   });
   media.addEventListener("pause", () => ($("play").textContent = "Play"));
   media.addEventListener("timeupdate", () => showTime(media.currentTime * 1000));
-  media.addEventListener("loadedmetadata", drawWave);
-  loadPeaks();
-}
-
-async function loadPeaks() {
-  const p = state.data.peaks;
-  if (!p) return;
-  const resp = await fetch(p.url);
-  if (!resp.ok) return;
-  state.peaks = new Uint8Array(await resp.arrayBuffer());
-  state.peaksPerSecond = p.perSecond;
-  drawWave();
+  media.addEventListener("seeked", () => showTime(media.currentTime * 1000));
+  media.addEventListener("loadedmetadata", () => timeline.layout());
 }
 
 function durationMs() {
   const d = state.media?.duration;
   if (d && Number.isFinite(d)) return d * 1000;
-  if (state.peaks) return (state.peaks.length / state.peaksPerSecond) * 1000;
+  const p = state.data.peaks;
+  if (p?.levels?.length) return (p.levels[0] / p.perSecond) * 1000;
   return state.data.job.durationSeconds * 1000;
-}
-
-function drawWave() {
-  const canvas = $("wave");
-  const w = (canvas.width = canvas.clientWidth || 800);
-  const h = canvas.height;
-  const g = canvas.getContext("2d");
-  g.clearRect(0, 0, w, h);
-  const total = durationMs();
-  if (!total) return;
-  // Cue regions.
-  g.fillStyle = "rgba(36, 88, 214, 0.10)";
-  for (const cue of state.data.cues) {
-    g.fillRect((cue.start / total) * w, 0, Math.max(1, ((cue.end - cue.start) / total) * w), h);
-  }
-  if (state.peaks) {
-    const peaks = state.peaks;
-    g.fillStyle = "#4b5b7a";
-    for (let x = 0; x < w; x++) {
-      const a = Math.floor((x / w) * peaks.length);
-      const b = Math.max(a + 1, Math.floor(((x + 1) / w) * peaks.length));
-      let max = 0;
-      for (let i = a; i < b && i < peaks.length; i++) if (peaks[i] > max) max = peaks[i];
-      const bar = (max / 255) * (h - 4);
-      g.fillRect(x, (h - bar) / 2, 1, Math.max(1, bar));
-    }
-  }
-  const t = (state.media?.currentTime ?? 0) * 1000;
-  g.fillStyle = "#b91c1c";
-  g.fillRect((t / total) * w, 0, 2, h);
 }
 
 let lastCurrent = -1;
@@ -891,7 +905,8 @@ function showTime(ms) {
     if (word !== null) document.querySelector(`.w[data-i="${word}"]`)?.classList.add("now");
     lastWord = word;
   }
-  drawWave();
+  if (state.media && !state.media.paused) timeline.follow(ms);
+  timeline.draw();
 }
 
 function tick() {
@@ -939,10 +954,6 @@ $("cues").addEventListener("focusin", (e) => {
     if (cue) state.word = cue.from;
     markSelection();
   }
-});
-$("wave").addEventListener("click", (e) => {
-  const r = e.currentTarget.getBoundingClientRect();
-  seek(((e.clientX - r.left) / r.width) * durationMs());
 });
 $("play").addEventListener("click", togglePlay);
 $("undo").addEventListener("click", ops.undo);
@@ -995,7 +1006,6 @@ window.addEventListener("beforeunload", (e) => {
     e.returnValue = "";
   }
 });
-window.addEventListener("resize", drawWave);
 $("help-open").addEventListener("click", () => $("help").showModal());
 $("help-close").addEventListener("click", () => $("help").close());
 
@@ -1023,6 +1033,8 @@ document.addEventListener("keydown", (e) => {
       KeyS: ops.split,
       KeyM: ops.merge,
       KeyL: ops.linebreak,
+      KeyI: () => ops.atPlayhead("start"),
+      KeyO: () => ops.atPlayhead("end"),
       BracketLeft: () => ops.nudge(e.shiftKey ? "end" : "start", -1),
       BracketRight: () => ops.nudge(e.shiftKey ? "end" : "start", 1),
     };
@@ -1066,6 +1078,14 @@ document.addEventListener("keydown", (e) => {
       if (!inList) return;
       e.preventDefault();
       return serial(() => startEditing(state.cue));
+    case "Equal":
+    case "NumpadAdd":
+      e.preventDefault();
+      return timeline.zoom(1.5);
+    case "Minus":
+    case "NumpadSubtract":
+      e.preventDefault();
+      return timeline.zoom(1 / 1.5);
     case "Space":
       if (e.target.closest?.("button, a")) return;
       e.preventDefault();
