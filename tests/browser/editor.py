@@ -277,6 +277,53 @@ def the_timeline(page):
     page.wait_for_timeout(300)
     page.screenshot(path=cfg["shots"] + "/editor-timeline-zoomed.png")
 
+    step("a start typed as timecode reaches the API")
+    page.locator("li.cue").nth(k).click()
+    cue = json.loads(api(f"/v1/jobs/{job}/transcript"))["cues"][k]
+    start = round(cue["start"] * 1000)
+    frames = round((start + 40) * 25 / 1000)
+    typed = f"00:00:{frames // 25:02d}:{frames % 25:02d}"
+    expect(page.locator("#cue-start")).to_be_visible()
+    page.fill("#cue-start", typed)
+    page.press("#cue-start", "Enter")
+    waited = 0
+    while round(json.loads(api(f"/v1/jobs/{job}/transcript"))["cues"][k]["start"] * 1000) != start + 40 and waited < 10000:
+        page.wait_for_timeout(200)
+        waited += 200
+    got = round(json.loads(api(f"/v1/jobs/{job}/transcript"))["cues"][k]["start"] * 1000)
+    assert got == start + 40, (typed, start, got)
+    print(f"   typed {typed}: start {start} -> {got} ms", flush=True)
+
+    step("the subtitle over the playing video is the cue at the player's time, with its line breaks")
+    cues = [(c["start"] * 1000, c["end"] * 1000, "|".join(c["lines"])) for c in json.loads(api(f"/v1/jobs/{job}/transcript"))["cues"]]
+    page.evaluate("document.querySelector('video').currentTime = 0")
+    page.click("#play")
+    seen = set()
+    for _ in range(12):
+        page.wait_for_timeout(250)
+        t, shown = page.evaluate("""[document.querySelector('video').currentTime * 1000,
+            document.getElementById('subtitle').hidden ? '' :
+            Array.from(document.querySelectorAll('#subtitle span')).map((s) => s.textContent).join('|')]""")
+        # Within a frame of an edge either answer is right.
+        if any(abs(t - e) < 80 for c in cues for e in c[:2]):
+            continue
+        want = next((c[2] for c in cues if c[0] <= t < c[1]), "")
+        assert shown == want, (t, shown, want)
+        seen.add(shown)
+        if "|" in shown:
+            page.screenshot(path=cfg["shots"] + "/editor-video-720.png")
+    assert len([x for x in seen if x]) >= 1 and "|" in "".join(seen), seen
+    page.click("#play")
+    print("   shown:", sorted(seen), flush=True)
+
+    step("the audio job at 1280x720: the subtitle over the timeline; screenshot")
+    page.goto(BASE + "/editor/" + cfg["audio"])
+    wait_js(page, "document.querySelector('audio') && document.querySelector('audio').readyState >= 1")
+    page.locator("li.cue").first.locator(".w").nth(1).click()
+    expect(page.locator("#subtitle")).to_be_visible()
+    page.wait_for_timeout(300)
+    page.screenshot(path=cfg["shots"] + "/editor-audio-720.png")
+
 
 with sync_playwright() as pw:
     # A fresh profile directory per run (Playwright passes it as --user-data-dir).

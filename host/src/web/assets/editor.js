@@ -131,6 +131,7 @@ function apply(data) {
   // The cue list was rendered again: the current cue and word are marked afresh.
   lastCurrent = -1;
   lastWord = null;
+  subtitleShown = null;
   if (state.media) showTime(state.media.currentTime * 1000);
   fillSettings();
   const qc = data.qc;
@@ -260,7 +261,7 @@ function renderCue(cue, k) {
   }
   li.append(
     el("span", { class: "idx", text: String(cue.index) }),
-    el("span", { class: "times", text: `${fmt(cue.start)}\n${fmt(cue.end)}` }),
+    el("span", { class: "times", text: `${showTimeText(cue.start)}\n${showTimeText(cue.end)}\n${((cue.end - cue.start) / 1000).toFixed(2)} s · ${cps(cue).toFixed(0)} CPS` }),
     text,
   );
   text.prepend(el("span", { class: "speaker", text: `Speaker ${cue.speaker} · ` }));
@@ -290,6 +291,7 @@ function markSelection() {
   }
   const cue = state.data?.cues[state.cue];
   if (cue) $("speaker").value = String(cue.speaker);
+  updateCuebar();
 }
 
 function selectCue(k, focus = true) {
@@ -311,6 +313,164 @@ function selectCue(k, focus = true) {
 function seek(ms) {
   if (state.media) state.media.currentTime = ms / 1000;
   showTime(ms);
+}
+
+// ----- times as text, the subtitle on the picture -----------------------------------------------
+
+// Times are shown and typed as timecode (HH:MM:SS:FF at the job's frame rate) or as seconds
+// (m:ss.mmm), a preference kept in the browser.
+const timePref = () => {
+  try {
+    return localStorage.getItem("cuecraft-time-format") === "seconds" ? "seconds" : "timecode";
+  } catch {
+    return "timecode";
+  }
+};
+
+function nominalFps() {
+  const fr = state.data?.job?.frameRate;
+  return fr && fr.num > 0 ? Math.max(1, Math.round(fr.num / fr.den)) : 25;
+}
+
+function timecode(ms) {
+  const fr = state.data?.job?.frameRate ?? { num: 25, den: 1 };
+  const base = nominalFps();
+  const frames = Math.round((Math.max(0, ms) * fr.num) / (fr.den * 1000));
+  const ff = frames % base;
+  const s = Math.floor(frames / base);
+  const p = (n) => String(n).padStart(2, "0");
+  return `${p(Math.floor(s / 3600))}:${p(Math.floor(s / 60) % 60)}:${p(s % 60)}:${p(ff)}`;
+}
+
+function showTimeText(ms) {
+  return timePref() === "seconds" ? fmt(ms) : timecode(ms);
+}
+
+// A typed time: HH:MM:SS:FF (or ; before the frames), or [[h:]m:]s[.mmm]; null when it is neither.
+function parseTime(text) {
+  const t = text.trim().replace(",", ".");
+  let m = /^(\d+):(\d{1,2}):(\d{1,2})[:;](\d{1,2})$/.exec(t);
+  if (m) {
+    const fr = state.data?.job?.frameRate ?? { num: 25, den: 1 };
+    const base = nominalFps();
+    const [h, mi, s, f] = m.slice(1).map(Number);
+    if (mi > 59 || s > 59 || f >= base) return null;
+    return Math.round((((h * 3600 + mi * 60 + s) * base + f) * fr.den * 1000) / fr.num);
+  }
+  m = /^(?:(\d+):)?(?:(\d+):)?(\d+(?:\.\d*)?)$/.exec(t);
+  if (!m) return null;
+  const parts = m.slice(1).filter((x) => x !== undefined).map(Number);
+  const secs = parts.reduce((acc, v) => acc * 60 + v, 0);
+  return Math.round(secs * 1000);
+}
+
+// Characters per second as the quality check counts them: the characters of the lines, a line
+// break counting as one.
+function cps(cue) {
+  const chars = cue.lines.reduce((n, l) => n + [...l].length, 0) + Math.max(1, cue.lines.length) - 1;
+  const secs = (cue.end - cue.start) / 1000;
+  return secs > 0 ? chars / secs : Infinity;
+}
+
+// The selected cue's times as text fields, its duration and reading pace (under the list).
+const cuebar = (() => {
+  const bar = el("div", { class: "cuebar", id: "cuebar" });
+  const field = (id, label) => {
+    const input = el("input", { id, class: "time", autocomplete: "off", spellcheck: false });
+    input.setAttribute("aria-label", label);
+    return el("label", {}, `${label} `, input);
+  };
+  const format = el("select", { id: "time-format" });
+  format.setAttribute("aria-label", "Time format");
+  format.append(el("option", { value: "timecode", text: "HH:MM:SS:FF" }), el("option", { value: "seconds", text: "m:ss.mmm" }));
+  bar.append(
+    el("strong", { id: "cue-label" }),
+    field("cue-start", "Start"),
+    field("cue-end", "End"),
+    field("cue-duration", "Duration"),
+    el("span", { id: "cue-cps", class: "cps" }),
+    format,
+  );
+  $("wave").before(bar);
+  format.value = timePref();
+  format.addEventListener("change", () => {
+    try {
+      localStorage.setItem("cuecraft-time-format", format.value);
+    } catch {
+      // The choice lasts for this page only.
+    }
+    renderCues();
+    updateCuebar();
+  });
+  const typed = (id, f) =>
+    $(id).addEventListener("change", () => {
+      const ms = parseTime($(id).value);
+      if (ms === null) {
+        problem(`“${$(id).value}” is not a time: type HH:MM:SS:FF or seconds (1:02.5).`);
+        return updateCuebar();
+      }
+      f(ms);
+    });
+  typed("cue-start", (ms) => ops.setTime(state.cue, "start", timeline.snap(ms)));
+  typed("cue-end", (ms) => ops.setTime(state.cue, "end", timeline.snap(ms)));
+  typed("cue-duration", (ms) => {
+    const cue = currentCue();
+    if (cue) ops.setTime(state.cue, "end", timeline.snap(cue.start + ms));
+  });
+  return bar;
+})();
+
+function durationText(ms) {
+  return timePref() === "seconds" ? (ms / 1000).toFixed(3) : timecode(ms);
+}
+
+function updateCuebar() {
+  const cue = currentCue();
+  cuebar.hidden = !cue;
+  if (!cue) return;
+  $("cue-label").textContent = `Cue ${cue.index}`;
+  for (const [id, v] of [
+    ["cue-start", showTimeText(cue.start)],
+    ["cue-end", showTimeText(cue.end)],
+    ["cue-duration", durationText(cue.end - cue.start)],
+  ]) {
+    if (document.activeElement !== $(id)) $(id).value = v;
+  }
+  $("cue-cps").textContent = `${cps(cue).toFixed(1)} CPS`;
+}
+
+// The cue at the player's time drawn over the picture with its own line breaks (over the
+// timeline for an audio job).
+const subtitle = el("div", { class: "subtitle", id: "subtitle" });
+subtitle.hidden = true;
+let subtitleShown = null;
+
+function showSubtitle(ms) {
+  const cues = state.data?.cues ?? [];
+  const k = cueAt(ms);
+  const cue = k >= 0 ? cues[k] : null;
+  const key = cue ? `${cue.start}|${cue.lines.join("\n")}` : null;
+  if (key === subtitleShown) return;
+  subtitleShown = key;
+  subtitle.replaceChildren(...(cue ? cue.lines.map((l) => el("span", { text: l })) : []));
+  subtitle.hidden = !cue;
+  subtitle.dataset.cue = cue ? String(cue.index) : "";
+}
+
+// The cue showing at ms (-1 when none).
+function cueAt(ms) {
+  const cues = state.data?.cues ?? [];
+  let lo = 0;
+  let hi = cues.length - 1;
+  let found = -1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (cues[mid].start <= ms) {
+      found = mid;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return found >= 0 && ms < cues[found].end ? found : -1;
 }
 
 // ----- edits --------------------------------------------------------------------------------
@@ -850,6 +1010,15 @@ function setupMedia() {
   media.src = m.url;
   if (m.kind === "audio") media.hidden = true;
   $("picture").append(media);
+  (m.kind === "video" ? $("picture") : document.querySelector(".timeline-holder")).append(subtitle);
+  // The subtitle follows the frame on screen (requestVideoFrameCallback), not the audio clock.
+  if (m.kind === "video" && media.requestVideoFrameCallback) {
+    const onFrame = (_, meta) => {
+      showSubtitle(meta.mediaTime * 1000);
+      media.requestVideoFrameCallback(onFrame);
+    };
+    media.requestVideoFrameCallback(onFrame);
+  }
   state.media = media;
   media.addEventListener("play", () => {
     $("play").textContent = "Pause";
@@ -873,7 +1042,8 @@ let lastCurrent = -1;
 let lastWord = null;
 
 function showTime(ms) {
-  $("clock").textContent = fmt(ms);
+  $("clock").textContent = showTimeText(ms);
+  if (!(state.media?.requestVideoFrameCallback && state.data?.media?.kind === "video") || state.media.paused) showSubtitle(ms);
   const cues = state.data?.cues ?? [];
   // The last cue starting at or before ms (binary search), current while ms is before its end.
   let lo = 0;
