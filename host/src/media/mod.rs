@@ -13,7 +13,6 @@
 
 pub mod ffmpeg;
 mod local;
-pub mod peaks;
 #[cfg(feature = "s3")]
 mod s3;
 
@@ -40,18 +39,15 @@ pub enum Object {
     AudioProxy,
     /// The waveform's peaks: one byte per 1/[`PEAKS_PER_SECOND`] s.
     Peaks,
-    /// The waveform's coarser levels, made from the peaks ([`peaks::coarser_levels`]).
-    PeakLevels,
 }
 
 impl Object {
     /// Every kind, in the order a job's objects are made.
-    pub const ALL: [Object; 5] = [
+    pub const ALL: [Object; 4] = [
         Object::Original,
         Object::VideoProxy,
         Object::AudioProxy,
         Object::Peaks,
-        Object::PeakLevels,
     ];
 }
 
@@ -257,6 +253,17 @@ pub fn make_editor_media(
     job_id: &str,
     work_dir: &Path,
 ) -> Result<(), String> {
+    make_editor_media_from(store, job_id, None, work_dir)
+}
+
+/// [`make_editor_media`] from `input`, the job's original already on this machine (the
+/// pipeline's copy while it recognises), or else the store's.
+pub fn make_editor_media_from(
+    store: &dyn MediaStore,
+    job_id: &str,
+    input: Option<&Path>,
+    work_dir: &Path,
+) -> Result<(), String> {
     let exists = |o| store.size(job_id, o).map(|s| s.is_some());
     let have_proxy = exists(Object::VideoProxy).map_err(|e| e.to_string())?
         || exists(Object::AudioProxy).map_err(|e| e.to_string())?;
@@ -265,14 +272,21 @@ pub fn make_editor_media(
         return Ok(());
     }
     std::fs::create_dir_all(work_dir).map_err(|e| format!("work directory: {e}"))?;
-    let input = store
-        .local_file(job_id, Object::Original, work_dir)
-        .map_err(|e| format!("reading the media: {e}"))?;
+    let copy;
+    let input: &Path = match input {
+        Some(input) => input,
+        None => {
+            copy = store
+                .local_file(job_id, Object::Original, work_dir)
+                .map_err(|e| format!("reading the media: {e}"))?;
+            &copy
+        }
+    };
     let mut problems = Vec::new();
     if !have_proxy {
         let out = work_dir.join(format!("{job_id}.proxy.tmp"));
-        let made = probe(&input).and_then(|p| {
-            make_proxy(&input, &out, p.has_video)?;
+        let made = probe(input).and_then(|p| {
+            make_proxy(input, &out, p.has_video)?;
             let object = if p.has_video {
                 Object::VideoProxy
             } else {
@@ -287,12 +301,18 @@ pub fn make_editor_media(
     }
     if !have_peaks {
         let out = work_dir.join(format!("{job_id}.peaks.tmp"));
-        let made = compute_peaks(&input).and_then(|peaks| {
-            std::fs::write(&out, &peaks)
-                .and_then(|()| store.put_file(job_id, Object::Peaks, &out))
-                .and_then(|()| peaks::store_levels(store, job_id, &peaks))
-                .map_err(MediaError::Io)
-        });
+        let made = std::fs::File::create(&out)
+            .map_err(MediaError::Io)
+            .and_then(|file| {
+                let mut file = std::io::BufWriter::new(file);
+                compute_peaks(input, &mut file)?;
+                std::io::Write::flush(&mut file).map_err(MediaError::Io)
+            })
+            .and_then(|()| {
+                store
+                    .put_file(job_id, Object::Peaks, &out)
+                    .map_err(MediaError::Io)
+            });
         if let Err(e) = made {
             let _ = std::fs::remove_file(&out);
             problems.push(format!("no waveform peaks: {e}"));
