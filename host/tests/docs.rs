@@ -157,6 +157,44 @@ fn the_map_links_every_decision_file_and_names_only_paths_that_exist() {
     assert!(wrong.is_empty(), "ARCHITECTURE.md:\n{}", wrong.join("\n"));
 }
 
+/// The rooms of the host's layering test (`LAYERS` in host/tests/layers.rs).
+fn layer_rooms() -> Vec<String> {
+    let source = read("host/tests/layers.rs");
+    let start = source.find("const LAYERS").expect("LAYERS in layers.rs");
+    let table = &source[start..];
+    let table = &table[..table.find("];").expect("the end of LAYERS")];
+    table
+        .split('"')
+        .enumerate()
+        .filter(|(i, _)| i % 2 == 1)
+        .map(|(_, s)| s.to_string())
+        .collect()
+}
+
+#[test]
+fn the_maps_room_table_names_every_room_the_layering_test_knows() {
+    let map = read("ARCHITECTURE.md");
+    let mut fenced = false;
+    let mut names = BTreeSet::new();
+    for line in map.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if fenced {
+            names.extend(
+                line.split(|c: char| c.is_whitespace() || c == ',')
+                    .map(str::to_string),
+            );
+        }
+    }
+    let rooms = layer_rooms();
+    assert!(rooms.len() > 10, "rooms: {rooms:?}");
+    let missing: Vec<&String> = rooms.iter().filter(|r| !names.contains(*r)).collect();
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md's room table lacks {missing:?} (host/tests/layers.rs has them)"
+    );
+}
+
 #[test]
 fn the_decision_files_link_only_what_exists() {
     let root = root();

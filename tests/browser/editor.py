@@ -217,6 +217,114 @@ def nothing_lost(page, ctx, errors):
     page.fill("#find", "")
 
 
+def the_timeline(page):
+    """Cue edges dragged on the timeline reach the API; the timeline zooms."""
+    job = cfg["video"]
+    step("the timeline: a cue's edge dragged with the mouse reaches the API, on the frame grid")
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.goto(BASE + "/editor/" + job)
+    canvas = page.locator("#wave")
+    wait_js(page, "Number(document.getElementById('wave').dataset.pxPerMs) > 0 && document.querySelector('video').readyState >= 1")
+    data = json.loads(api(f"/v1/jobs/{job}/transcript"))
+    cues = [(round(c["start"] * 1000), round(c["end"] * 1000)) for c in data["cues"]]
+    duration = page.evaluate("document.querySelector('video').duration * 1000")
+    gap = 80  # the default minimum gap: 2 frames at 25 fps
+    # An edge with room for 3 frames (and the gap) on its side.
+    k, edge, sign = next(
+        (k, e, d)
+        for k, (s, t) in enumerate(cues)
+        for e, d, room in [
+            ("end", 1, (cues[k + 1][0] - gap if k + 1 < len(cues) else duration) - t),
+            ("start", -1, s - (cues[k - 1][1] + gap if k > 0 else 0)),
+        ]
+        if room >= 160
+    )
+    at = cues[k][0 if edge == "start" else 1]
+    view = lambda: (float(canvas.get_attribute("data-view-start")), float(canvas.get_attribute("data-px-per-ms")))
+    v0, ppm = view()
+    box = canvas.bounding_box()
+    x = box["x"] + (at - v0) * ppm
+    y = box["y"] + box["height"] - 30
+    rev = int(re.search(r"\d+", page.locator("#save-state").inner_text()).group())
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x + sign * 60 * ppm, y, steps=4)
+    page.mouse.move(x + sign * 125 * ppm, y, steps=4)
+    page.mouse.up()
+    # Three frames (120 ms at 25 fps) from where it was, snapped to the frame grid.
+    want = at + sign * 120
+    waited = 0
+    while True:
+        got = json.loads(api(f"/v1/jobs/{job}/transcript"))["cues"][k]
+        got = round(got["start" if edge == "start"  else "end"] * 1000)
+        if got == want or waited > 10000:
+            break
+        page.wait_for_timeout(200)
+        waited += 200
+    assert got == want, (k, edge, at, want, got)
+    saved_after(page, rev)
+    print(f"   cue {k + 1} {edge} {at} -> {got} ms", flush=True)
+
+    step("the timeline zooms (Ctrl+wheel) around the pointer; screenshot")
+    box = canvas.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.keyboard.down("Control")
+    for _ in range(4):
+        page.mouse.wheel(0, -100)
+        page.wait_for_timeout(50)
+    page.keyboard.up("Control")
+    wait_js(page, f"Number(document.getElementById('wave').dataset.pxPerMs) > {ppm * 2}")
+    page.wait_for_timeout(300)
+    page.screenshot(path=cfg["shots"] + "/editor-timeline-zoomed.png")
+
+    step("a start typed as timecode reaches the API")
+    page.locator("li.cue").nth(k).click()
+    cue = json.loads(api(f"/v1/jobs/{job}/transcript"))["cues"][k]
+    start = round(cue["start"] * 1000)
+    frames = round((start + 40) * 25 / 1000)
+    typed = f"00:00:{frames // 25:02d}:{frames % 25:02d}"
+    expect(page.locator("#cue-start")).to_be_visible()
+    page.fill("#cue-start", typed)
+    page.press("#cue-start", "Enter")
+    waited = 0
+    while round(json.loads(api(f"/v1/jobs/{job}/transcript"))["cues"][k]["start"] * 1000) != start + 40 and waited < 10000:
+        page.wait_for_timeout(200)
+        waited += 200
+    got = round(json.loads(api(f"/v1/jobs/{job}/transcript"))["cues"][k]["start"] * 1000)
+    assert got == start + 40, (typed, start, got)
+    print(f"   typed {typed}: start {start} -> {got} ms", flush=True)
+
+    step("the subtitle over the playing video is the cue at the player's time, with its line breaks")
+    cues = [(c["start"] * 1000, c["end"] * 1000, "|".join(c["lines"])) for c in json.loads(api(f"/v1/jobs/{job}/transcript"))["cues"]]
+    page.evaluate("document.querySelector('video').currentTime = 0")
+    page.click("#play")
+    seen = set()
+    for _ in range(12):
+        page.wait_for_timeout(250)
+        t, shown = page.evaluate("""[document.querySelector('video').currentTime * 1000,
+            document.getElementById('subtitle').hidden ? '' :
+            Array.from(document.querySelectorAll('#subtitle span')).map((s) => s.textContent).join('|')]""")
+        # Within a frame of an edge either answer is right.
+        if any(abs(t - e) < 80 for c in cues for e in c[:2]):
+            continue
+        want = next((c[2] for c in cues if c[0] <= t < c[1]), "")
+        assert shown == want, (t, shown, want)
+        seen.add(shown)
+        if "|" in shown:
+            page.screenshot(path=cfg["shots"] + "/editor-video-720.png")
+    assert len([x for x in seen if x]) >= 1 and "|" in "".join(seen), seen
+    page.click("#play")
+    print("   shown:", sorted(seen), flush=True)
+
+    step("the audio job at 1280x720: the subtitle over the timeline; screenshot")
+    page.goto(BASE + "/editor/" + cfg["audio"])
+    wait_js(page, "document.querySelector('audio') && document.querySelector('audio').readyState >= 1")
+    page.locator("li.cue").first.locator(".w").nth(1).click()
+    expect(page.locator("#subtitle")).to_be_visible()
+    page.wait_for_timeout(300)
+    page.screenshot(path=cfg["shots"] + "/editor-audio-720.png")
+
+
 with sync_playwright() as pw:
     # A fresh profile directory per run (Playwright passes it as --user-data-dir).
     ctx = pw.chromium.launch_persistent_context(
@@ -510,6 +618,7 @@ with sync_playwright() as pw:
     page.screenshot(path=cfg["shots"] + "/editor-video.png", full_page=True)
 
     nothing_lost(page, ctx, errors)
+    the_timeline(page)
 
     assert not errors, errors
     ctx.close()

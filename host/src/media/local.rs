@@ -1,7 +1,7 @@
 //! The media store of one machine: a directory (by default `DATA_DIR/media`).
 //!
 //! Layout (unchanged from before the trait): `{id}` the upload, `{id}.video.webm` or
-//! `{id}.audio.webm` the editor's proxy, `{id}.peaks` the waveform, `tmp/` objects being written
+//! `{id}.audio.webm` the editor's proxy, `{id}.peaks` the waveform (`{id}.peaks.levels` its coarser levels), `tmp/` objects being written
 //! (`*.part`, renamed into place when complete, so a reader never sees half an object).
 
 use std::fs::File;
@@ -81,6 +81,7 @@ fn file_name(job_id: &str, object: Object) -> io::Result<String> {
         Object::VideoProxy => format!("{job_id}.video.webm"),
         Object::AudioProxy => format!("{job_id}.audio.webm"),
         Object::Peaks => format!("{job_id}.peaks"),
+        Object::PeakLevels => format!("{job_id}.peaks.levels"),
     })
 }
 

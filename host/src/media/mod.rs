@@ -13,6 +13,7 @@
 
 pub mod ffmpeg;
 mod local;
+pub mod peaks;
 #[cfg(feature = "s3")]
 mod s3;
 
@@ -39,15 +40,18 @@ pub enum Object {
     AudioProxy,
     /// The waveform's peaks: one byte per 1/[`PEAKS_PER_SECOND`] s.
     Peaks,
+    /// The waveform's coarser levels, made from the peaks ([`peaks::coarser_levels`]).
+    PeakLevels,
 }
 
 impl Object {
     /// Every kind, in the order a job's objects are made.
-    pub const ALL: [Object; 4] = [
+    pub const ALL: [Object; 5] = [
         Object::Original,
         Object::VideoProxy,
         Object::AudioProxy,
         Object::Peaks,
+        Object::PeakLevels,
     ];
 }
 
@@ -301,18 +305,14 @@ pub fn make_editor_media_from(
     }
     if !have_peaks {
         let out = work_dir.join(format!("{job_id}.peaks.tmp"));
-        let made = std::fs::File::create(&out)
-            .map_err(MediaError::Io)
-            .and_then(|file| {
-                let mut file = std::io::BufWriter::new(file);
-                compute_peaks(input, &mut file)?;
-                std::io::Write::flush(&mut file).map_err(MediaError::Io)
-            })
-            .and_then(|()| {
-                store
-                    .put_file(job_id, Object::Peaks, &out)
-                    .map_err(MediaError::Io)
-            });
+        // The levels need every peak; 50 bytes a second (1.8 MB for 10 hours).
+        let mut peaks = Vec::new();
+        let made = compute_peaks(input, &mut peaks).and_then(|()| {
+            std::fs::write(&out, &peaks)
+                .and_then(|()| store.put_file(job_id, Object::Peaks, &out))
+                .and_then(|()| peaks::store_levels(store, job_id, &peaks))
+                .map_err(MediaError::Io)
+        });
         if let Err(e) = made {
             let _ = std::fs::remove_file(&out);
             problems.push(format!("no waveform peaks: {e}"));

@@ -169,6 +169,7 @@ impl S3Bucket {
             Object::VideoProxy => "video.webm",
             Object::AudioProxy => "audio.webm",
             Object::Peaks => "peaks",
+            Object::PeakLevels => "peaks.levels",
         };
         Ok(self.job_prefix(job_id)?.join(name))
     }

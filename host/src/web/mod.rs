@@ -319,6 +319,11 @@ const ASSETS: &[(&str, &str, &str)] = &[
         "text/javascript; charset=utf-8",
         include_str!("assets/editor.js"),
     ),
+    (
+        "timeline.js",
+        "text/javascript; charset=utf-8",
+        include_str!("assets/timeline.js"),
+    ),
 ];
 
 fn asset(name: &str) -> Result<Response<Body>, WebError> {

@@ -2,6 +2,8 @@
 // transcript's current revision and the server answers the re-laid-out cues (or 409 when someone
 // else saved first). Undo, redo and restore save an earlier revision's words as a new revision.
 
+import { Timeline } from "./timeline.js";
+
 const root = document.getElementById("editor");
 const jobId = root.dataset.job;
 const csrf = document.querySelector('meta[name="csrf-token"]')?.content ?? "";
@@ -15,8 +17,6 @@ const state = {
   word: null, // selected word index (in the stored words)
   undo: [],
   redo: [],
-  peaks: null,
-  peaksPerSecond: 50,
   media: null,
   busy: false,
   // The cue text box that is open: {k, from, to, index, start, original, area, li}. Whatever
@@ -131,6 +131,7 @@ function apply(data) {
   // The cue list was rendered again: the current cue and word are marked afresh.
   lastCurrent = -1;
   lastWord = null;
+  subtitleShown = null;
   if (state.media) showTime(state.media.currentTime * 1000);
   fillSettings();
   const qc = data.qc;
@@ -260,7 +261,7 @@ function renderCue(cue, k) {
   }
   li.append(
     el("span", { class: "idx", text: String(cue.index) }),
-    el("span", { class: "times", text: `${fmt(cue.start)}\n${fmt(cue.end)}` }),
+    el("span", { class: "times", text: `${showTimeText(cue.start)}\n${showTimeText(cue.end)}\n${((cue.end - cue.start) / 1000).toFixed(2)} s · ${cps(cue).toFixed(0)} CPS` }),
     text,
   );
   text.prepend(el("span", { class: "speaker", text: `Speaker ${cue.speaker} · ` }));
@@ -290,6 +291,7 @@ function markSelection() {
   }
   const cue = state.data?.cues[state.cue];
   if (cue) $("speaker").value = String(cue.speaker);
+  updateCuebar();
 }
 
 function selectCue(k, focus = true) {
@@ -303,12 +305,172 @@ function selectCue(k, focus = true) {
   if (focus && li) {
     li.focus();
     li.scrollIntoView({ block: "nearest" });
-  }
+  } else li?.scrollIntoView({ block: "nearest" });
+  timeline.reveal(cue.start, cue.end);
+  timeline.draw();
 }
 
 function seek(ms) {
   if (state.media) state.media.currentTime = ms / 1000;
   showTime(ms);
+}
+
+// ----- times as text, the subtitle on the picture -----------------------------------------------
+
+// Times are shown and typed as timecode (HH:MM:SS:FF at the job's frame rate) or as seconds
+// (m:ss.mmm), a preference kept in the browser.
+const timePref = () => {
+  try {
+    return localStorage.getItem("cuecraft-time-format") === "seconds" ? "seconds" : "timecode";
+  } catch {
+    return "timecode";
+  }
+};
+
+function nominalFps() {
+  const fr = state.data?.job?.frameRate;
+  return fr && fr.num > 0 ? Math.max(1, Math.round(fr.num / fr.den)) : 25;
+}
+
+function timecode(ms) {
+  const fr = state.data?.job?.frameRate ?? { num: 25, den: 1 };
+  const base = nominalFps();
+  const frames = Math.round((Math.max(0, ms) * fr.num) / (fr.den * 1000));
+  const ff = frames % base;
+  const s = Math.floor(frames / base);
+  const p = (n) => String(n).padStart(2, "0");
+  return `${p(Math.floor(s / 3600))}:${p(Math.floor(s / 60) % 60)}:${p(s % 60)}:${p(ff)}`;
+}
+
+function showTimeText(ms) {
+  return timePref() === "seconds" ? fmt(ms) : timecode(ms);
+}
+
+// A typed time: HH:MM:SS:FF (or ; before the frames), or [[h:]m:]s[.mmm]; null when it is neither.
+function parseTime(text) {
+  const t = text.trim().replace(",", ".");
+  let m = /^(\d+):(\d{1,2}):(\d{1,2})[:;](\d{1,2})$/.exec(t);
+  if (m) {
+    const fr = state.data?.job?.frameRate ?? { num: 25, den: 1 };
+    const base = nominalFps();
+    const [h, mi, s, f] = m.slice(1).map(Number);
+    if (mi > 59 || s > 59 || f >= base) return null;
+    return Math.round((((h * 3600 + mi * 60 + s) * base + f) * fr.den * 1000) / fr.num);
+  }
+  m = /^(?:(\d+):)?(?:(\d+):)?(\d+(?:\.\d*)?)$/.exec(t);
+  if (!m) return null;
+  const parts = m.slice(1).filter((x) => x !== undefined).map(Number);
+  const secs = parts.reduce((acc, v) => acc * 60 + v, 0);
+  return Math.round(secs * 1000);
+}
+
+// Characters per second as the quality check counts them: the characters of the lines, a line
+// break counting as one.
+function cps(cue) {
+  const chars = cue.lines.reduce((n, l) => n + [...l].length, 0) + Math.max(1, cue.lines.length) - 1;
+  const secs = (cue.end - cue.start) / 1000;
+  return secs > 0 ? chars / secs : Infinity;
+}
+
+// The selected cue's times as text fields, its duration and reading pace (under the list).
+const cuebar = (() => {
+  const bar = el("div", { class: "cuebar", id: "cuebar" });
+  const field = (id, label) => {
+    const input = el("input", { id, class: "time", autocomplete: "off", spellcheck: false });
+    input.setAttribute("aria-label", label);
+    return el("label", {}, `${label} `, input);
+  };
+  const format = el("select", { id: "time-format" });
+  format.setAttribute("aria-label", "Time format");
+  format.append(el("option", { value: "timecode", text: "HH:MM:SS:FF" }), el("option", { value: "seconds", text: "m:ss.mmm" }));
+  bar.append(
+    el("strong", { id: "cue-label" }),
+    field("cue-start", "Start"),
+    field("cue-end", "End"),
+    field("cue-duration", "Duration"),
+    el("span", { id: "cue-cps", class: "cps" }),
+    format,
+  );
+  $("wave").before(bar);
+  format.value = timePref();
+  format.addEventListener("change", () => {
+    try {
+      localStorage.setItem("cuecraft-time-format", format.value);
+    } catch {
+      // The choice lasts for this page only.
+    }
+    renderCues();
+    updateCuebar();
+  });
+  const typed = (id, f) =>
+    $(id).addEventListener("change", () => {
+      const ms = parseTime($(id).value);
+      if (ms === null) {
+        problem(`“${$(id).value}” is not a time: type HH:MM:SS:FF or seconds (1:02.5).`);
+        return updateCuebar();
+      }
+      f(ms);
+    });
+  typed("cue-start", (ms) => ops.setTime(state.cue, "start", timeline.snap(ms)));
+  typed("cue-end", (ms) => ops.setTime(state.cue, "end", timeline.snap(ms)));
+  typed("cue-duration", (ms) => {
+    const cue = currentCue();
+    if (cue) ops.setTime(state.cue, "end", timeline.snap(cue.start + ms));
+  });
+  return bar;
+})();
+
+function durationText(ms) {
+  return timePref() === "seconds" ? (ms / 1000).toFixed(3) : timecode(ms);
+}
+
+function updateCuebar() {
+  const cue = currentCue();
+  cuebar.hidden = !cue;
+  if (!cue) return;
+  $("cue-label").textContent = `Cue ${cue.index}`;
+  for (const [id, v] of [
+    ["cue-start", showTimeText(cue.start)],
+    ["cue-end", showTimeText(cue.end)],
+    ["cue-duration", durationText(cue.end - cue.start)],
+  ]) {
+    if (document.activeElement !== $(id)) $(id).value = v;
+  }
+  $("cue-cps").textContent = `${cps(cue).toFixed(1)} CPS`;
+}
+
+// The cue at the player's time drawn over the picture with its own line breaks (over the
+// timeline for an audio job).
+const subtitle = el("div", { class: "subtitle", id: "subtitle" });
+subtitle.hidden = true;
+let subtitleShown = null;
+
+function showSubtitle(ms) {
+  const cues = state.data?.cues ?? [];
+  const k = cueAt(ms);
+  const cue = k >= 0 ? cues[k] : null;
+  const key = cue ? `${cue.start}|${cue.lines.join("\n")}` : null;
+  if (key === subtitleShown) return;
+  subtitleShown = key;
+  subtitle.replaceChildren(...(cue ? cue.lines.map((l) => el("span", { text: l })) : []));
+  subtitle.hidden = !cue;
+  subtitle.dataset.cue = cue ? String(cue.index) : "";
+}
+
+// The cue showing at ms (-1 when none).
+function cueAt(ms) {
+  const cues = state.data?.cues ?? [];
+  let lo = 0;
+  let hi = cues.length - 1;
+  let found = -1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (cues[mid].start <= ms) {
+      found = mid;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return found >= 0 && ms < cues[found].end ? found : -1;
 }
 
 // ----- edits --------------------------------------------------------------------------------
@@ -673,6 +835,28 @@ const ops = {
     if (!(await confirmBox(what, replace === "" ? `Delete in ${n}` : `Replace in ${n}`))) return;
     return edit({ op: "replace", find, replace });
   },
+  // Moves a cue's edge to `ms` (a drag on the timeline, a typed time, the playhead).
+  async setTime(k, edge, ms) {
+    const f = frameMs();
+    state.cue = k;
+    markSelection();
+    // One frame at a time with the nudge operation, until the server's set-time operation lands;
+    // a nudge that the server holds back ends the walk (its notice says why).
+    for (let guard = 0; guard < 500; guard++) {
+      const cue = state.data.cues[k];
+      if (!cue) return;
+      const cur = cue[edge];
+      const frames = Math.round((ms - cur) / f);
+      if (frames === 0) return;
+      const ok = await edit({ op: "nudge", from: cue.from, to: cue.to, edge, frames: Math.sign(frames), time: cur });
+      if (!ok || state.data.cues[k]?.[edge] === cur) return;
+    }
+  },
+  // Start or end of the selected cue at the playhead.
+  atPlayhead(edge) {
+    const cue = currentCue();
+    if (cue && state.media) return raw.setTime(state.cue, edge, timeline.snap(state.media.currentTime * 1000));
+  },
   undo() {
     const rev = state.undo.pop();
     if (rev !== undefined) return restoreTo(rev, "undo").then((ok) => ok || state.undo.push(rev));
@@ -790,13 +974,51 @@ async function addTranslation() {
 
 // ----- playback and waveform ------------------------------------------------------------------
 
+function frameMs() {
+  const fr = state.data?.job?.frameRate;
+  return fr && fr.num > 0 ? (1000 * fr.den) / fr.num : 40;
+}
+
+// The timeline takes the place of the page's waveform strip.
+const timeline = (() => {
+  const old = $("wave");
+  const holder = el("div", { class: "timeline-holder" });
+  old.replaceWith(holder);
+  return new Timeline(holder, {
+    cues: () => state.data?.cues ?? [],
+    selected: () => state.cue,
+    time: () => (state.media ? state.media.currentTime * 1000 : 0),
+    duration: () => (state.data ? durationMs() : 0),
+    frameMs,
+    gapMs: () => (state.data?.settings?.minFramesBetweenSubtitles ?? 0) * frameMs(),
+    onSeek: (ms) => seek(ms),
+    onSelect: (k, ms) => {
+      state.word = null;
+      selectCue(k, !document.activeElement?.closest?.("textarea"));
+      seek(ms);
+    },
+    onEdge: (k, edge, ms) => ops.setTime(k, edge, ms),
+  });
+})();
+
 function setupMedia() {
+  timeline.setPeaks(state.data.peaks);
+  timeline.layout();
   const m = state.data.media;
   if (state.media || !m) return;
   const media = m.kind === "video" ? el("video", { preload: "auto" }) : el("audio", { preload: "auto" });
   media.src = m.url;
   if (m.kind === "audio") media.hidden = true;
   $("picture").append(media);
+  (m.kind === "video" ? $("picture") : document.querySelector(".timeline-holder")).append(subtitle);
+  // The subtitle follows the frame on screen (requestVideoFrameCallback), not the audio clock.
+  if (m.kind === "video" && media.requestVideoFrameCallback) {
+    const onFrame = (_, meta) => {
+      showSubtitle(meta.mediaTime * 1000);
+      media.requestVideoFrameCallback(onFrame);
+    };
+    media.requestVideoFrameCallback(onFrame);
+  }
   state.media = media;
   media.addEventListener("play", () => {
     $("play").textContent = "Pause";
@@ -804,62 +1026,24 @@ function setupMedia() {
   });
   media.addEventListener("pause", () => ($("play").textContent = "Play"));
   media.addEventListener("timeupdate", () => showTime(media.currentTime * 1000));
-  media.addEventListener("loadedmetadata", drawWave);
-  loadPeaks();
-}
-
-async function loadPeaks() {
-  const p = state.data.peaks;
-  if (!p) return;
-  const resp = await fetch(p.url);
-  if (!resp.ok) return;
-  state.peaks = new Uint8Array(await resp.arrayBuffer());
-  state.peaksPerSecond = p.perSecond;
-  drawWave();
+  media.addEventListener("seeked", () => showTime(media.currentTime * 1000));
+  media.addEventListener("loadedmetadata", () => timeline.layout());
 }
 
 function durationMs() {
   const d = state.media?.duration;
   if (d && Number.isFinite(d)) return d * 1000;
-  if (state.peaks) return (state.peaks.length / state.peaksPerSecond) * 1000;
+  const p = state.data.peaks;
+  if (p?.levels?.length) return (p.levels[0] / p.perSecond) * 1000;
   return state.data.job.durationSeconds * 1000;
-}
-
-function drawWave() {
-  const canvas = $("wave");
-  const w = (canvas.width = canvas.clientWidth || 800);
-  const h = canvas.height;
-  const g = canvas.getContext("2d");
-  g.clearRect(0, 0, w, h);
-  const total = durationMs();
-  if (!total) return;
-  // Cue regions.
-  g.fillStyle = "rgba(36, 88, 214, 0.10)";
-  for (const cue of state.data.cues) {
-    g.fillRect((cue.start / total) * w, 0, Math.max(1, ((cue.end - cue.start) / total) * w), h);
-  }
-  if (state.peaks) {
-    const peaks = state.peaks;
-    g.fillStyle = "#4b5b7a";
-    for (let x = 0; x < w; x++) {
-      const a = Math.floor((x / w) * peaks.length);
-      const b = Math.max(a + 1, Math.floor(((x + 1) / w) * peaks.length));
-      let max = 0;
-      for (let i = a; i < b && i < peaks.length; i++) if (peaks[i] > max) max = peaks[i];
-      const bar = (max / 255) * (h - 4);
-      g.fillRect(x, (h - bar) / 2, 1, Math.max(1, bar));
-    }
-  }
-  const t = (state.media?.currentTime ?? 0) * 1000;
-  g.fillStyle = "#b91c1c";
-  g.fillRect((t / total) * w, 0, 2, h);
 }
 
 let lastCurrent = -1;
 let lastWord = null;
 
 function showTime(ms) {
-  $("clock").textContent = fmt(ms);
+  $("clock").textContent = showTimeText(ms);
+  if (!(state.media?.requestVideoFrameCallback && state.data?.media?.kind === "video") || state.media.paused) showSubtitle(ms);
   const cues = state.data?.cues ?? [];
   // The last cue starting at or before ms (binary search), current while ms is before its end.
   let lo = 0;
@@ -891,7 +1075,8 @@ function showTime(ms) {
     if (word !== null) document.querySelector(`.w[data-i="${word}"]`)?.classList.add("now");
     lastWord = word;
   }
-  drawWave();
+  if (state.media && !state.media.paused) timeline.follow(ms);
+  timeline.draw();
 }
 
 function tick() {
@@ -939,10 +1124,6 @@ $("cues").addEventListener("focusin", (e) => {
     if (cue) state.word = cue.from;
     markSelection();
   }
-});
-$("wave").addEventListener("click", (e) => {
-  const r = e.currentTarget.getBoundingClientRect();
-  seek(((e.clientX - r.left) / r.width) * durationMs());
 });
 $("play").addEventListener("click", togglePlay);
 $("undo").addEventListener("click", ops.undo);
@@ -995,7 +1176,6 @@ window.addEventListener("beforeunload", (e) => {
     e.returnValue = "";
   }
 });
-window.addEventListener("resize", drawWave);
 $("help-open").addEventListener("click", () => $("help").showModal());
 $("help-close").addEventListener("click", () => $("help").close());
 
@@ -1023,6 +1203,8 @@ document.addEventListener("keydown", (e) => {
       KeyS: ops.split,
       KeyM: ops.merge,
       KeyL: ops.linebreak,
+      KeyI: () => ops.atPlayhead("start"),
+      KeyO: () => ops.atPlayhead("end"),
       BracketLeft: () => ops.nudge(e.shiftKey ? "end" : "start", -1),
       BracketRight: () => ops.nudge(e.shiftKey ? "end" : "start", 1),
     };
@@ -1066,6 +1248,14 @@ document.addEventListener("keydown", (e) => {
       if (!inList) return;
       e.preventDefault();
       return serial(() => startEditing(state.cue));
+    case "Equal":
+    case "NumpadAdd":
+      e.preventDefault();
+      return timeline.zoom(1.5);
+    case "Minus":
+    case "NumpadSubtract":
+      e.preventDefault();
+      return timeline.zoom(1 / 1.5);
     case "Space":
       if (e.target.closest?.("button, a")) return;
       e.preventDefault();

@@ -9,7 +9,8 @@
 //! - `ops`: the edit operations on the stored words (`apply_op`).
 //! - `edit`: POST edit (loads, applies an operation, refuses a merge the layout cannot keep);
 //!   `save`: the compare-and-swap save of a revision and the view brought up to date.
-//! - `history`: the revision list, restore/undo/redo, and the history entries (splices) replayed.
+//! - `history`: the revision list, restore/undo/redo; `entries`: the history's entries (splices,
+//!   settings and lead-in changes), replayed to any revision.
 //! - `settings`: the layout settings and the lead-in, changed as a revision.
 //! - `translations`: adding a translation (a copy of the original or an imported file).
 //!
@@ -20,6 +21,7 @@
 
 mod download;
 mod edit;
+mod entries;
 mod history;
 mod media;
 mod ops;
@@ -50,6 +52,10 @@ pub use peaks::peaks;
 pub use settings::settings;
 pub use translations::add_translation;
 pub use view::data;
+
+/// The editor's name of the project's lead-in (frames), shown and sent beside the layout settings
+/// but stored apart from the job's settings (`JobRow::lead_in_frames`): not one of the API's.
+pub const LEAD_IN: &str = "inCueLeadInFrames";
 
 fn check_id(id: &str) -> Result<(), WebError> {
     if is_id(id) {

@@ -15,7 +15,7 @@ use crate::words::encode;
 
 use super::super::cache::{self, Stored, View};
 use super::super::WebError;
-use super::history::{splice_json, splice_range};
+use super::entries::{splice_json, splice_range};
 use super::view::{build_view, editor_json, source_cues, view_key, SourceCues};
 
 /// What a save stores besides the words, and what it checks first.

@@ -14,7 +14,7 @@ use crate::util::{is_id, now_ms};
 
 use super::super::{check_csrf, db, require_session, WebError, WebRequest};
 use super::view::{editor_json, load_stored, settings_json};
-use super::{body_json, check_id, json_bytes, visible};
+use super::{body_json, check_id, json_bytes, visible, LEAD_IN};
 
 /// The settings the editor may change: how the words are laid out. Recognition settings
 /// (language, vocabulary, prompt) and the analyses were used once, when the job ran.
@@ -32,10 +32,6 @@ pub const EDITABLE_SETTINGS: &[&str] = &[
     "ellipsisContinuation",
     "shiftMs",
 ];
-
-/// The editor's name of the project's lead-in (frames), shown and sent beside the layout settings
-/// but stored apart from the job's settings (`JobRow::lead_in_frames`): not one of the API's.
-pub const LEAD_IN: &str = "inCueLeadInFrames";
 
 /// The lead-in a request sets: a whole number of frames from 0 to `MAX_LEAD_IN_FRAMES`.
 pub(super) fn lead_in_frames(v: &Value) -> Result<u32, WebError> {

@@ -21,8 +21,7 @@ use crate::words::decode;
 use super::super::cache::{self, Since, Stored, View, ViewKey};
 use super::super::{db, require_session, WebError, WebRequest};
 use super::media::proxy;
-use super::settings::LEAD_IN;
-use super::{check_id, json_bytes, transcript_param, visible};
+use super::{check_id, json_bytes, transcript_param, visible, LEAD_IN};
 
 /// The words of a job's ready transcript at its current revision (the original when `transcript`
 /// is `None`): kept in memory from an earlier request, else read and decoded.
