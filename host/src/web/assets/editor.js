@@ -1125,6 +1125,16 @@ $("cues").addEventListener("focusin", (e) => {
     markSelection();
   }
 });
+// Every control named for what it does (the page's buttons say only "−1f" / "+1f").
+for (const [id, name] of [
+  ["start-minus", "Start −1 frame"],
+  ["start-plus", "Start +1 frame"],
+  ["end-minus", "End −1 frame"],
+  ["end-plus", "End +1 frame"],
+]) {
+  $(id).setAttribute("aria-label", name);
+  $(id).title = name;
+}
 $("play").addEventListener("click", togglePlay);
 $("undo").addEventListener("click", ops.undo);
 $("redo").addEventListener("click", ops.redo);
