@@ -33,6 +33,10 @@ pub struct Args {
     /// Print the report as one JSON document.
     #[arg(long)]
     pub json: bool,
+    /// The video's shot changes (a JSON array of seconds or one time in seconds per line): also
+    /// check the shot-change rules (shot-change-in, shot-change-out).
+    #[arg(long, value_name = "FILE")]
+    pub shot_changes: Option<PathBuf>,
     /// Check a job's original transcript, read through the API (with its words).
     #[arg(long, value_name = "ID", requires = "api")]
     pub job: Option<String>,
@@ -84,15 +88,24 @@ fn check(args: &Args) -> anyhow::Result<bool> {
         (None, None) => bail!("give a FILE or --job ID"),
     };
     let style = style(&args.style, &cues)?;
-    let report = qc::check(&cues, &style, frame_rate);
+    let shots = match &args.shot_changes {
+        Some(path) => Some(crate::shot_list::read(path)?),
+        None => None,
+    };
+    let report = qc::check_with_shots(&cues, &style, frame_rate, shots.as_deref().unwrap_or(&[]));
     let floor = qc::pace_floor(&cues, &style, frame_rate);
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let outcome = Outcome {
+        report: &report,
+        floor,
+        shots: shots.as_deref(),
+    };
     if args.json {
-        let doc = report_json(&name, &style, frame_rate, &cues, &report, floor);
+        let doc = report_json(&name, &style, frame_rate, &cues, &outcome);
         serde_json::to_writer_pretty(&mut out, &doc)?;
         out.write_all(b"\n")?;
     } else {
-        print_human(&mut out, &name, &style, frame_rate, &cues, &report, floor)?;
+        print_human(&mut out, &name, &style, frame_rate, &cues, &outcome)?;
     }
     out.flush()?;
     Ok(!report.has_errors())
@@ -242,15 +255,27 @@ fn rate(fr: FrameRate) -> String {
     }
 }
 
+/// What the check found: the report, the pace floor, and the shot list it was checked against.
+#[derive(Clone, Copy)]
+struct Outcome<'a> {
+    report: &'a Report,
+    floor: Option<qc::PaceFloor>,
+    shots: Option<&'a [Millis]>,
+}
+
 fn print_human(
     out: &mut impl Write,
     name: &str,
     style: &QcStyle,
     fr: FrameRate,
     cues: &[Cue],
-    report: &Report,
-    floor: Option<qc::PaceFloor>,
+    outcome: &Outcome<'_>,
 ) -> std::io::Result<()> {
+    let Outcome {
+        report,
+        floor,
+        shots,
+    } = *outcome;
     for f in &report.findings {
         let start = cues.get(f.cue).map_or(Millis::ZERO, |c| c.start);
         writeln!(
@@ -279,7 +304,7 @@ fn print_human(
         if s.warnings == 1 { "" } else { "s" }
     )?;
     for rule in Rule::ALL {
-        if rule == Rule::ReadingPace && style.max_cps.is_none() {
+        if rule == Rule::ReadingPace && style.max_cps.is_none() || !checked(rule, shots) {
             continue;
         }
         writeln!(
@@ -312,12 +337,17 @@ fn report_json(
     style: &QcStyle,
     fr: FrameRate,
     cues: &[Cue],
-    report: &Report,
-    floor: Option<qc::PaceFloor>,
+    outcome: &Outcome<'_>,
 ) -> Value {
+    let Outcome {
+        report,
+        floor,
+        shots,
+    } = *outcome;
     let s = &report.summary;
     let rules: serde_json::Map<String, Value> = Rule::ALL
         .iter()
+        .filter(|&&r| checked(r, shots))
         .map(|&r| {
             (
                 r.id().to_string(),
@@ -363,8 +393,14 @@ fn report_json(
             "over": f.over,
             "percent": (f.percent() * 100.0).round() / 100.0,
         })),
+        "shotChanges": shots.map(|s| s.len()),
         "findings": findings,
     })
+}
+
+/// Whether `rule` was checked: the shot-change rules only against a shot list.
+fn checked(rule: Rule, shots: Option<&[Millis]>) -> bool {
+    shots.is_some() || !matches!(rule, Rule::ShotChangeIn | Rule::ShotChangeOut)
 }
 
 #[cfg(test)]

@@ -33,6 +33,11 @@ pub struct Args {
     /// Language code written where the format has one.
     #[arg(long, value_name = "CODE", default_value = "")]
     pub language: String,
+    /// The video's shot changes: a JSON array of seconds or one time in seconds per line. Cues
+    /// are then timed to the picture (formatSubtitles only): in-times on a cut when speech starts
+    /// within half a second after it, out-times two frames before a cut they would cross.
+    #[arg(long, value_name = "FILE")]
+    pub shot_changes: Option<PathBuf>,
 }
 
 fn read(path: &PathBuf) -> anyhow::Result<String> {
@@ -118,7 +123,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
     };
     let settings = partial.resolve();
-    let cues = cuecraft_engine::layout(&words, &settings, frame_rate);
+    let shots = match &args.shot_changes {
+        Some(path) => crate::shot_list::read(path)?,
+        None => Vec::new(),
+    };
+    let cues = cuecraft_engine::layout_with_shots(&words, &settings, frame_rate, &shots);
     let bytes = match &args.format {
         None => {
             let mut s = serde_json::to_string_pretty(&cues_json(&cues))?;
@@ -176,6 +185,7 @@ mod tests {
             format: format.map(str::to_string),
             output: Some(dir.join("out")),
             language: "en".into(),
+            shot_changes: None,
         }
     }
 

@@ -3,6 +3,7 @@
 mod check_cmd;
 mod convert_cmd;
 mod layout_cmd;
+mod shot_list;
 
 use clap::{Parser, Subcommand};
 

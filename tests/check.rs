@@ -294,3 +294,126 @@ fn check_reads_a_jobs_transcript_through_the_api() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("401") || err.contains("unauthorized"), "{err}");
 }
+
+/// Words of three sentences of a scene: each starts a few frames after a cut at 25 fps (the
+/// first on frame 5 after the cut at 2.0 s, the second on frame 8 after the cut at 6.0 s), and
+/// the third runs to 1 frame before the cut at 12.0 s.
+fn scene_words() -> Vec<Value> {
+    let mut words = Vec::new();
+    let mut say = |text: &str, start: f64, step: f64| {
+        for (i, w) in text.split(' ').enumerate() {
+            let t = start + i as f64 * step;
+            words.push(
+                serde_json::json!({"text": w, "start": t, "end": t + step - 0.04, "speaker": 0}),
+            );
+        }
+    };
+    say("The river rose overnight.", 2.2, 0.3);
+    say("By morning the road was gone.", 6.32, 0.3);
+    say("Nobody could reach the farm for a week.", 9.72, 0.28);
+    words
+}
+
+#[test]
+fn layout_times_cues_to_a_shot_list_and_check_reports_the_shot_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let words_path = dir.path().join("words.json");
+    std::fs::write(&words_path, serde_json::to_vec(&scene_words()).unwrap()).unwrap();
+    // Subtitle Edit's text form: one time in seconds per line.
+    let shots_path = dir.path().join("shots.txt");
+    std::fs::write(&shots_path, "# cuts\n2.0\n6.0\n12.0\n").unwrap();
+    let layout = |shots: bool| {
+        let mut cmd = Command::new(BIN);
+        cmd.args(["layout", "--words"]).arg(&words_path);
+        if shots {
+            cmd.arg("--shot-changes").arg(&shots_path);
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let path = dir
+            .path()
+            .join(if shots { "timed.json" } else { "plain.json" });
+        std::fs::write(&path, &out.stdout).unwrap();
+        let cues: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (path, cues)
+    };
+    let (timed_path, timed) = layout(true);
+    let (plain_path, plain) = layout(false);
+    let starts = |c: &Value| -> Vec<f64> {
+        c.as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["start"].as_f64().unwrap())
+            .collect()
+    };
+    assert_eq!(starts(&plain), [2.2, 6.32, 9.72]);
+    // In on the cuts; the last sentence's speech runs on to 1 frame before the cut at 12.0 s, so
+    // it stays up half a second (12 frames) past the cut.
+    assert_eq!(starts(&timed), [2.0, 6.0, 9.72]);
+    assert_eq!(timed[2]["end"], 12.48);
+    let report = |path: &std::path::Path| -> Value {
+        let out = check(&[
+            path.to_str().unwrap(),
+            "--shot-changes",
+            shots_path.to_str().unwrap(),
+            "--json",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let r = report(&timed_path);
+    assert_eq!(r["shotChanges"], 3);
+    assert_eq!(r["rules"]["shot-change-in"]["count"], 0);
+    assert_eq!(r["rules"]["shot-change-out"]["count"], 0);
+    let r = report(&plain_path);
+    assert_eq!(
+        findings(&r)
+            .into_iter()
+            .filter(|(rule, _)| rule.starts_with("shot-change"))
+            .collect::<Vec<_>>(),
+        [
+            ("shot-change-in".to_string(), 1),
+            ("shot-change-in".to_string(), 2),
+            ("shot-change-out".to_string(), 3)
+        ]
+    );
+    // Without a shot list the shot rules are not reported at all.
+    let out = check(&[plain_path.to_str().unwrap(), "--json"]);
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(r["rules"].get("shot-change-in").is_none());
+    assert_eq!(r["shotChanges"], Value::Null);
+}
+
+#[test]
+fn a_bad_shot_list_stops_layout_and_check_with_the_line_at_fault() {
+    let dir = tempfile::tempdir().unwrap();
+    let words_path = dir.path().join("words.json");
+    std::fs::write(&words_path, serde_json::to_vec(&scene_words()).unwrap()).unwrap();
+    let shots_path = dir.path().join("shots.txt");
+    std::fs::write(&shots_path, "2.0\n6,0\n").unwrap();
+    let out_path = dir.path().join("out.srt");
+    let out = Command::new(BIN)
+        .args(["layout", "--format", "srt", "--words"])
+        .arg(&words_path)
+        .arg("--shot-changes")
+        .arg(&shots_path)
+        .arg("-o")
+        .arg(&out_path)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("line 2: \"6,0\" is not a number of seconds"),
+        "{err}"
+    );
+    assert!(!out_path.exists(), "no partial file");
+    let srt = dir.path().join("a.srt");
+    std::fs::write(&srt, "1\n00:00:01,000 --> 00:00:02,000\nHi.\n").unwrap();
+    let out = check(&[
+        srt.to_str().unwrap(),
+        "--shot-changes",
+        shots_path.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}

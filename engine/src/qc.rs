@@ -23,6 +23,7 @@
 
 use unicode_segmentation::UnicodeSegmentation;
 
+use crate::layout::shots;
 use crate::{ContentProfile, Cue, FrameRate, Millis, Settings, SubtitleMode, Word};
 
 /// How serious a finding is: an error fails the check (`cuecraft check` exits with status 1).
@@ -64,7 +65,8 @@ pub enum Rule {
     /// overlap included).
     Gap,
     /// `chaining` (warning): a gap of at most the chaining threshold (0.5 s) that is not closed to
-    /// the minimum number of frames.
+    /// the minimum number of frames (a gap with a shot change in it excepted, when checked
+    /// against a shot list).
     Chaining,
     /// `weak-line-end` (warning): a line ending in an article, preposition, conjunction, subject
     /// pronoun or possessive, with no punctuation after it.
@@ -81,11 +83,22 @@ pub enum Rule {
     /// words, or after its last word beyond what reading pace, the minimum duration or chaining
     /// needs. Needs the cues' words.
     SilenceBridged,
+    /// `shot-change-in` (warning): a cue starts within half a second after a shot change (or at
+    /// most two frames before one) rather than on it, where the previous cue could have ended
+    /// the frame gap before the cut. Checked only against a shot list
+    /// ([`check_with_shots`]).
+    ShotChangeIn,
+    /// `shot-change-out` (warning): a cue ends less than half a second after a shot change it
+    /// crosses (or less than two frames before one), where it could have ended two frames
+    /// before the cut (its speech, reading pace and minimum duration allowing) or stayed up half a
+    /// second past it (the next cue and the maximum duration allowing). Checked only against a
+    /// shot list ([`check_with_shots`]).
+    ShotChangeOut,
 }
 
 impl Rule {
     /// Every rule, in the order findings and summaries list them.
-    pub const ALL: [Rule; 12] = [
+    pub const ALL: [Rule; 14] = [
         Rule::ReadingPace,
         Rule::LineLength,
         Rule::LineCount,
@@ -98,6 +111,8 @@ impl Rule {
         Rule::NeedlessLines,
         Rule::SentenceInside,
         Rule::SilenceBridged,
+        Rule::ShotChangeIn,
+        Rule::ShotChangeOut,
     ];
 
     /// The stable id (`reading-pace`).
@@ -115,6 +130,8 @@ impl Rule {
             Rule::NeedlessLines => "needless-lines",
             Rule::SentenceInside => "sentence-inside",
             Rule::SilenceBridged => "silence-bridged",
+            Rule::ShotChangeIn => "shot-change-in",
+            Rule::ShotChangeOut => "shot-change-out",
         }
     }
 
@@ -422,8 +439,22 @@ fn is_dialogue_line(line: &str) -> bool {
 }
 
 /// Checks `cues` (in the order given) against `style`, on the frame grid of `frame_rate` (gaps
-/// are counted in its frames). Pure; never panics; linear in the cues' text.
+/// are counted in its frames). Pure; never panics; linear in the cues' text. The shot-change
+/// rules need a shot list: [`check_with_shots`].
 pub fn check(cues: &[Cue], style: &QcStyle, frame_rate: FrameRate) -> Report {
+    check_with_shots(cues, style, frame_rate, &[])
+}
+
+/// [`check`], with the shot-change rules against `shot_changes` (the times of the media's shot
+/// changes, any order): [`Rule::ShotChangeIn`] and [`Rule::ShotChangeOut`], at `frame_rate`
+/// (half a second is 12 frames at 23.976, 24 and 25 fps, 15 at 29.97).
+pub fn check_with_shots(
+    cues: &[Cue],
+    style: &QcStyle,
+    frame_rate: FrameRate,
+    shot_changes: &[Millis],
+) -> Report {
+    let cuts = shots::shot_frames(shot_changes, frame_rate);
     let mut out = Report::default();
     let s = &mut out.summary;
     s.cues = cues.len();
@@ -521,7 +552,14 @@ pub fn check(cues: &[Cue], style: &QcStyle, frame_rate: FrameRate) -> Report {
                         style.min_gap_frames
                     ),
                 );
-            } else if gap_ms <= style.chain_gap.0 && gap_frames > style.min_gap_frames as i64 {
+            } else if gap_ms <= style.chain_gap.0
+                && gap_frames > style.min_gap_frames as i64
+                && !cut_in(
+                    &cuts,
+                    frame_rate.frame_round(c.end),
+                    frame_rate.frame_round(next.start),
+                )
+            {
                 add(
                     Rule::Chaining,
                     i,
@@ -599,8 +637,16 @@ pub fn check(cues: &[Cue], style: &QcStyle, frame_rate: FrameRate) -> Report {
                 },
             );
         }
-        if let Some(msg) = bridged(cues, i, chars, style, frame_rate) {
+        if let Some(msg) = bridged(cues, i, chars, style, frame_rate, &cuts) {
             add(Rule::SilenceBridged, i, msg);
+        }
+        if !cuts.is_empty() {
+            if let Some(msg) = shot_in(cues, i, &cuts, style, frame_rate) {
+                add(Rule::ShotChangeIn, i, msg);
+            }
+            if let Some(msg) = shot_out(cues, i, chars, &cuts, style, frame_rate) {
+                add(Rule::ShotChangeOut, i, msg);
+            }
         }
     }
     for f in &out.findings {
@@ -615,10 +661,192 @@ pub fn check(cues: &[Cue], style: &QcStyle, frame_rate: FrameRate) -> Report {
     out
 }
 
+/// Whether a shot change falls in the gap from frame `end` to `next` (on `next` included): such a
+/// gap is timed to the cut rather than chained.
+fn cut_in(cuts: &[i64], end: i64, next: i64) -> bool {
+    let i = cuts.partition_point(|&c| c <= end);
+    cuts.get(i).is_some_and(|&c| c <= next)
+}
+
+/// The first frame at or after `t`.
+fn frame_ceil(fr: FrameRate, t: i64) -> i64 {
+    let f = fr.frame_floor(Millis(t));
+    if fr.frame_start(f).0 < t {
+        f + 1
+    } else {
+        f
+    }
+}
+
+/// Graphemes a cue's lines show, one per line break as well (as reading pace counts them).
+fn cue_chars(c: &Cue) -> usize {
+    c.lines.iter().map(|l| graphemes(l)).sum::<usize>() + c.lines.len().max(1) - 1
+}
+
+/// The earliest frame cue `c` (of `chars` characters) may end on: its last word with text (the
+/// style's word shift added; none for a file without words), its reading pace and the minimum
+/// duration (at most the maximum duration), as the layout extends cues.
+fn needed_end(c: &Cue, chars: usize, style: &QcStyle, fr: FrameRate) -> i64 {
+    needed_end_from(c, c.start.0, chars, style, fr)
+}
+
+/// [`needed_end`] of cue `c` shown from `start` (ms) instead.
+fn needed_end_from(c: &Cue, start: i64, chars: usize, style: &QcStyle, fr: FrameRate) -> i64 {
+    let mut need = style.min_duration.0.max(0);
+    if let Some(cps) = style.max_cps {
+        let cps = cps.max(1) as i64;
+        need = need.max((chars as i64 * 1000 + cps - 1) / cps);
+    }
+    if let Some(max) = style.max_duration {
+        need = need.min(max.0.max(0));
+    }
+    let speech = c
+        .words
+        .iter()
+        .rev()
+        .find(|w| !w.text.trim().is_empty())
+        .map_or(i64::MIN, |w| {
+            fr.frame_round(Millis((w.end + style.word_shift).0.max(0)))
+        });
+    frame_ceil(fr, start + need).max(speech)
+}
+
+/// The frame the cue after cue `i` starts on as cue `i`'s out-time sees it: its start, or where
+/// its words start when it starts later than they do (moved on to a cut just after them, which
+/// the out-time before it could not know). `None` for the last cue.
+fn next_start(cues: &[Cue], i: usize, style: &QcStyle, fr: FrameRate, cuts: &[i64]) -> Option<i64> {
+    let n = cues.get(i + 1)?;
+    let f = fr.frame_round(n.start);
+    let words = n
+        .words
+        .iter()
+        .find(|w| !w.text.trim().is_empty())
+        .map(|w| fr.frame_round(Millis((w.start + style.word_shift).0.max(0))));
+    Some(match words {
+        Some(w) if w < f && cuts.binary_search(&f).is_ok() => w,
+        _ => f,
+    })
+}
+
+/// The cuts an out-time of cue `i` may hang over: those up to the next cue's start.
+fn cuts_before_next<'a>(
+    cuts: &'a [i64],
+    cues: &[Cue],
+    i: usize,
+    style: &QcStyle,
+    fr: FrameRate,
+) -> &'a [i64] {
+    match next_start(cues, i, style, fr, cuts) {
+        Some(n) => &cuts[..cuts.partition_point(|&c| c <= n)],
+        None => cuts,
+    }
+}
+
+/// The latest frame cue `i` starting on frame `s` may end on: the frame gap before the next cue
+/// (as [`next_start`]), the maximum duration.
+fn room(cues: &[Cue], i: usize, s: i64, style: &QcStyle, fr: FrameRate, cuts: &[i64]) -> i64 {
+    let mut room =
+        next_start(cues, i, style, fr, cuts).map_or(i64::MAX, |n| n - style.min_gap_frames as i64);
+    if let Some(max) = style.max_duration {
+        room = room.min(fr.frame_floor(Millis(fr.frame_start(s).0 + max.0)));
+    }
+    room
+}
+
+/// `t` as seconds for a message.
+fn secs(fr: FrameRate, frame: i64) -> String {
+    format!("{:.3} s", fr.frame_start(frame).as_secs_f64())
+}
+
+/// Whether cue `i` starts near a shot change rather than on it where it could have started on it:
+/// at most two frames before it (the cue keeping the time it needs when it starts on the cut), or
+/// within half a second after it (the previous cue able to end the frame gap before the cut).
+fn shot_in(cues: &[Cue], i: usize, cuts: &[i64], style: &QcStyle, fr: FrameRate) -> Option<String> {
+    let s = fr.frame_round(cues[i].start);
+    let cut = shots::start_cut(cuts, s, shots::half_second(fr))?;
+    if cut > s {
+        // Unless starting on the cut would leave the cue less than it needs.
+        let c = &cues[i];
+        let e = fr.frame_round(c.end);
+        let need = needed_end_from(c, fr.frame_start(cut).0, cue_chars(c), style, fr);
+        if cut >= e || need > room(cues, i, cut, style, fr, cuts) {
+            return None;
+        }
+        let n = cut - s;
+        return Some(format!(
+            "starts {n} frame{} before the shot change at {}",
+            if n == 1 { "" } else { "s" },
+            secs(fr, cut)
+        ));
+    }
+    if let Some(prev) = i.checked_sub(1).and_then(|k| cues.get(k)) {
+        // The previous cue could end the frame gap before the cut.
+        let last = cut - style.min_gap_frames as i64;
+        let need = needed_end(prev, cue_chars(prev), style, fr);
+        if last <= fr.frame_round(prev.start) || need > last {
+            return None;
+        }
+    }
+    let n = s - cut;
+    Some(format!(
+        "starts {n} frame{} after the shot change at {}, not on it",
+        if n == 1 { "" } else { "s" },
+        secs(fr, cut)
+    ))
+}
+
+/// Whether cue `i` ends a few frames over (or just before) a shot change where it could have
+/// ended two frames before it (or before an earlier cut) or half a second after it, within its
+/// needs (speech, pace, minimum duration) and its room (the next cue, the maximum duration).
+fn shot_out(
+    cues: &[Cue],
+    i: usize,
+    chars: usize,
+    cuts: &[i64],
+    style: &QcStyle,
+    fr: FrameRate,
+) -> Option<String> {
+    let c = &cues[i];
+    let (s, e) = (fr.frame_round(c.start), fr.frame_round(c.end));
+    let half = shots::half_second(fr);
+    let before = cuts_before_next(cuts, cues, i, style, fr);
+    let cut = shots::hung_cut(before, s, e, half)?;
+    let need = needed_end(c, chars, style, fr);
+    let room = room(cues, i, s, style, fr, cuts);
+    // Whether some out-time between those bounds keeps the rules.
+    let fixed = shots::end_at_cuts(before, s, e, need, room, half);
+    if shots::hung_cut(before, s, fixed, half).is_some() {
+        return None;
+    }
+    Some(if e >= cut {
+        format!(
+            "ends {} frames after the shot change at {}, under half a second",
+            e - cut,
+            secs(fr, cut)
+        )
+    } else {
+        format!(
+            "ends {} frame{} before the shot change at {}, not {}",
+            cut - e,
+            if cut - e == 1 { "" } else { "s" },
+            secs(fr, cut),
+            shots::SHOT_GAP
+        )
+    })
+}
+
 /// Whether cue `i` holds text over a silence: between two of its words (a long silence), or past
 /// its last word by more than the style's hang, reading pace, the minimum duration, chaining and
-/// a frame of snapping need. `None` when it does not, or when the cue has no words.
-fn bridged(cues: &[Cue], i: usize, chars: usize, style: &QcStyle, fr: FrameRate) -> Option<String> {
+/// a frame of snapping need, or half a second past a shot change those needs would cross (the
+/// shot-change rule). `None` when it does not, or when the cue has no words.
+fn bridged(
+    cues: &[Cue],
+    i: usize,
+    chars: usize,
+    style: &QcStyle,
+    fr: FrameRate,
+    cuts: &[i64],
+) -> Option<String> {
     let c = &cues[i];
     let last = c.words.last()?;
     let long = style.long_silence.0;
@@ -654,9 +882,16 @@ fn bridged(cues: &[Cue], i: usize, chars: usize, style: &QcStyle, fr: FrameRate)
         f
     };
     let mut allowed = fr.frame_start(f).0;
+    let half = shots::half_second(fr);
+    let before = cuts_before_next(cuts, cues, i, style, fr);
+    if let Some(cut) = shots::hung_cut(before, fr.frame_round(c.start), f, half) {
+        allowed = allowed.max(fr.frame_start(cut + half).0);
+    }
     if let Some(next) = cues.get(i + 1) {
-        // Chaining closes a short gap left after those needs.
-        if (next.start.0 - allowed) <= style.chain_gap.0 {
+        // Chaining closes a short gap left after those needs (to the next cue's words, which
+        // may start up to two frames before the cut the cue starts on).
+        let seen = next_start(cues, i, style, fr, cuts).map_or(next.start, |f| fr.frame_start(f));
+        if (seen.0.min(next.start.0) - allowed) <= style.chain_gap.0 {
             allowed = allowed.max(next.start.0 - fr.frames_duration(style.min_gap_frames).0);
         }
     }
@@ -1174,7 +1409,9 @@ mod tests {
                 "one-word-line",
                 "needless-lines",
                 "sentence-inside",
-                "silence-bridged"
+                "silence-bridged",
+                "shot-change-in",
+                "shot-change-out"
             ]
         );
         let errors: Vec<Rule> = Rule::ALL

@@ -11,15 +11,17 @@
 //!    (a DP over break points), greedy mode fills each cue to the limits.
 //! 3. [`lines`]: break each cue into lines (balanced in smart mode) and render its text.
 //! 4. [`timing`]: shift, snap to frames, extend for reading pace and minDuration, cap at
-//!    maxDuration, keep N frames between cues and chain short gaps.
+//!    maxDuration, keep N frames between cues and chain short gaps; with shot changes, the
+//!    rules of [`shots`] (smart mode only).
 
 mod breaks;
 mod lines;
 mod prepare;
 mod segment;
+pub(crate) mod shots;
 mod timing;
 
-use crate::{ContentProfile, Cue, FrameRate, Settings, SubtitleMode, Word};
+use crate::{ContentProfile, Cue, FrameRate, Millis, Settings, SubtitleMode, Word};
 use prepare::Texts;
 
 /// The settings as the passes read them, with the mode-dependent numbers worked out once.
@@ -77,6 +79,10 @@ pub(crate) struct Params {
     shift: i64,
     min_dur: i64,
     max_dur: Option<i64>,
+    /// The frames shot changes fall on (smart mode only; empty: timing ignores the picture).
+    cuts: Vec<i64>,
+    /// Half a second in frames (the shot-change rules' window).
+    half: i64,
 }
 
 /// Silence (ms) that always ends a cue outside audiogram mode: showing text through a longer
@@ -143,6 +149,13 @@ const CHUNK: usize = 2048;
 const LOOKAHEAD: usize = 256;
 
 impl Params {
+    /// Times cues to `shot_changes` in smart mode.
+    fn set_cuts(&mut self, shot_changes: &[Millis], fr: FrameRate) {
+        if self.smart {
+            self.cuts = shots::shot_frames(shot_changes, fr);
+        }
+    }
+
     fn set_cps(&mut self, cps: i64) {
         self.cps = cps.max(1);
         // Rounded up, so a cue judged readable in time is readable at exactly the pace.
@@ -213,6 +226,8 @@ impl Params {
             shift: s.shift_ms as i64,
             min_dur: s.min_duration.map_or(0, |m| m.0.max(0)),
             max_dur: s.max_duration.filter(|m| m.0 > 0).map(|m| m.0),
+            cuts: Vec::new(),
+            half: shots::half_second(fr),
         }
     }
 }
@@ -225,14 +240,31 @@ impl Params {
 /// no cues. Cue times are on the frame grid, sorted, at least `minFramesBetweenSubtitles` frames
 /// apart, and every cue lasts at least one frame.
 pub fn layout(words: &[Word], settings: &Settings, frame_rate: FrameRate) -> Vec<Cue> {
-    layout_with(words, settings, frame_rate, false)
+    layout_with(words, settings, frame_rate, &[], false)
 }
 
-/// [`layout`], with the general walk for every cue end when `general_only`.
+/// [`layout`] timed to the picture as well: `shot_changes` are the times of the media's shot
+/// changes (the first frame of each new shot; any order). With `formatSubtitles` (smart mode) cue
+/// in- and out-times keep the shot-change rules at `frame_rate` (an in-time on a cut when speech
+/// starts within half a second after it, an out-time two frames before a cut it would cross by
+/// less than half a second, no cue hanging over a cut by a few frames), never at the cost of the
+/// frame gap, reading pace, minimum or maximum duration. With no shot changes, or without smart
+/// formatting, the cues are [`layout`]'s.
+pub fn layout_with_shots(
+    words: &[Word],
+    settings: &Settings,
+    frame_rate: FrameRate,
+    shot_changes: &[Millis],
+) -> Vec<Cue> {
+    layout_with(words, settings, frame_rate, shot_changes, false)
+}
+
+/// [`layout_with_shots`], with the general walk for every cue end when `general_only`.
 fn layout_with(
     words: &[Word],
     settings: &Settings,
     frame_rate: FrameRate,
+    shot_changes: &[Millis],
     general_only: bool,
 ) -> Vec<Cue> {
     let n = words.len().min(u32::MAX as usize - 1);
@@ -248,6 +280,7 @@ fn layout_with(
     let pause_end = !prepare::any_sentence_end(words);
     let mut p = Params::for_run(settings, frame_rate, forbid.as_ref(), cps, pause_end);
     p.general_only = general_only;
+    p.set_cuts(shot_changes, frame_rate);
     let run = Run {
         p: &p,
         fr: frame_rate,
@@ -607,6 +640,8 @@ fn speech(w: &Word, prev_end: Option<i64>) -> (i64, i64, Option<i64>) {
 struct Under {
     settings: Settings,
     frame_rate: FrameRate,
+    /// The shot changes' times, as given.
+    shots: Vec<Millis>,
 }
 
 /// A layout that can follow edits of its words: [`Layout::update`] lays out again only from the
@@ -642,16 +677,28 @@ pub struct CueSplice {
 impl Layout {
     /// Lays `words` out as [`layout`] does, keeping what an update needs.
     pub fn new(words: &[Word], settings: &Settings, frame_rate: FrameRate) -> Layout {
+        Layout::with_shots(words, settings, frame_rate, &[])
+    }
+
+    /// Lays `words` out as [`layout_with_shots`] does, keeping what an update needs; updates
+    /// keep timing to the same shot changes.
+    pub fn with_shots(
+        words: &[Word],
+        settings: &Settings,
+        frame_rate: FrameRate,
+        shot_changes: &[Millis],
+    ) -> Layout {
         let n = words.len().min(u32::MAX as usize - 1);
         let words = &words[..n];
         let under = Under {
             settings: settings.clone(),
             frame_rate,
+            shots: shot_changes.to_vec(),
         };
         let order = reading_order(words);
         if order.is_some() {
             return Layout {
-                cues: layout(words, settings, frame_rate),
+                cues: layout_with_shots(words, settings, frame_rate, shot_changes),
                 under,
                 marks: Vec::new(),
                 tally: Tally::default(),
@@ -692,13 +739,14 @@ impl Layout {
         let forbid = prepare::Forbid::new(&under.settings.forbidden_characters);
         let auto = under.settings.content_profile == ContentProfile::Auto;
         let pause_end = tally.sentence_ends == 0;
-        let p = Params::for_run(
+        let mut p = Params::for_run(
             &under.settings,
             under.frame_rate,
             forbid.as_ref(),
             auto.then(|| tally.cps()),
             pause_end,
         );
+        p.set_cuts(&under.shots, under.frame_rate);
         let run = Run {
             p: &p,
             fr: under.frame_rate,
@@ -728,10 +776,7 @@ impl Layout {
     ) -> CueSplice {
         let old = &old[..old.len().min(u32::MAX as usize - 1)];
         let new = &new[..new.len().min(u32::MAX as usize - 1)];
-        let under = Under {
-            settings: settings.clone(),
-            frame_rate,
-        };
+        let same_under = *settings == self.under.settings && frame_rate == self.under.frame_rate;
         // The changed words: `old[from..from + removed]` became `new[from..from + inserted]`.
         let from = old.iter().zip(new).take_while(|(a, b)| a == b).count();
         let tail = old[from..]
@@ -742,7 +787,7 @@ impl Layout {
             .count();
         let (removed, inserted) = (old.len() - from - tail, new.len() - from - tail);
         let sorted = |w: &[Word]| w.windows(2).all(|p| p[0].start <= p[1].start);
-        let usable = under == self.under
+        let usable = same_under
             && old.len() == self.words
             && !self.marks.is_empty()
             && sorted(&new[from.saturating_sub(1)..(from + inserted + 1).min(new.len())]);
@@ -750,7 +795,8 @@ impl Layout {
             .then(|| self.tally_after(old, new, from, removed, inserted))
             .flatten();
         let Some(tally) = tally else {
-            return self.replace(Layout::new(new, settings, frame_rate));
+            let shots = std::mem::take(&mut self.under.shots);
+            return self.replace(Layout::with_shots(new, settings, frame_rate, &shots));
         };
         if removed == 0 && inserted == 0 {
             return CueSplice {
@@ -1366,8 +1412,8 @@ mod tests {
                     den: 1001,
                 },
             ][rng.below(2) as usize];
-            let fast = layout_with(&words, &settings, fr, false);
-            let general = layout_with(&words, &settings, fr, true);
+            let fast = layout_with(&words, &settings, fr, &[], false);
+            let general = layout_with(&words, &settings, fr, &[], true);
             assert_eq!(fast, general, "case {case}: {settings:?}");
         }
     }

@@ -3,7 +3,7 @@
 //! a cue is finished as soon as the next one's start is known.
 
 use super::prepare::Texts;
-use super::Params;
+use super::{shots, Params};
 use crate::{Cue, FrameRate, Millis};
 
 /// What timing needs of one cue.
@@ -105,10 +105,13 @@ impl<'a> Emitter<'a> {
         } else {
             lo
         };
-        if let Some(prev) = self.pending.take() {
+        if !self.p.cuts.is_empty() {
+            s = self.start_at_cut(s);
+        }
+        if let Some(mut prev) = self.pending.take() {
             // Starts never go backwards (cue starts are sorted word starts; clamping keeps that).
             s = s.max(prev.s);
-            let e = self.end_frame(&prev, Some(s));
+            let e = self.end_frame(&mut prev, Some(s));
             // Words closer together than the gap: the later cue moves on.
             s = s.max(e + self.p.gap_frames as i64);
             self.emit(prev, e, lo);
@@ -124,8 +127,8 @@ impl<'a> Emitter<'a> {
 
     /// The cues, the last one timed against no successor.
     pub fn finish(mut self, n_words: usize) -> Vec<Cue> {
-        if let Some(prev) = self.pending.take() {
-            let e = self.end_frame(&prev, None);
+        if let Some(mut prev) = self.pending.take() {
+            let e = self.end_frame(&mut prev, None);
             self.emit(prev, e, n_words);
         }
         self.cues
@@ -158,17 +161,100 @@ impl<'a> Emitter<'a> {
     }
 
     /// The end frame of `c` when the next cue starts at frame `next`. Always after `c.s`; at least
-    /// N frames before `next` when `next - N > c.s`.
+    /// N frames before `next` when `next - N > c.s`. The shot-change rules may move `c.s` on to
+    /// a cut (never past the end).
     #[inline(always)]
-    fn end_frame(&self, c: &Pending, next: Option<i64>) -> i64 {
-        let (p, fr, sp, s) = (self.p, self.fr, &c.span, c.s);
-        let n_gap = p.gap_frames as i64;
+    fn end_frame(&self, c: &mut Pending, next: Option<i64>) -> i64 {
+        let e = self.base_end(c, next);
+        if self.p.cuts.is_empty() {
+            e
+        } else {
+            self.end_at_cut(c, next, e)
+        }
+    }
+
+    /// Where the next cue, whose words start at frame `s`, starts by the shot-change rules
+    /// ([`shots::start_cut`]): on a cut just before `s`, when moving back to it takes no time the
+    /// pending cue needs (its end is no earlier than it would be without the move or without a
+    /// next cue). A cut just after `s` is left to [`Emitter::end_at_cut`], which knows the end.
+    #[cold]
+    fn start_at_cut(&self, s: i64) -> i64 {
+        let Some(c) = shots::start_cut(&self.p.cuts, s, self.p.half) else {
+            return s;
+        };
+        if c > s {
+            return s;
+        }
+        let Some(prev) = &self.pending else {
+            return c;
+        };
+        let n_gap = self.p.gap_frames as i64;
+        let kept = c - n_gap > prev.s
+            && self.base_end(prev, Some(c))
+                >= self.base_end(prev, None).min(self.base_end(prev, Some(s)));
+        if kept {
+            c
+        } else {
+            s
+        }
+    }
+
+    /// The end frame `e` of `c` moved by the shot-change rules ([`shots::end_at_cuts`]): never
+    /// before its speech, reading pace or minimum duration, never into the gap before the next
+    /// cue or past the maximum duration. A start just before a cut moves on to it when the cue
+    /// still has all the time it needs.
+    #[cold]
+    fn end_at_cut(&self, c: &mut Pending, next: Option<i64>, e: i64) -> i64 {
+        let (p, fr) = (self.p, self.fr);
+        let speech = fr.frame_round(Millis((c.span.end + p.shift).max(0)));
+        let needed = self.needed(&c.span);
+        let room_from = |s: i64| {
+            let mut room = next.map_or(i64::MAX, |ns| ns - p.gap_frames as i64);
+            if let Some(md) = p.max_dur {
+                room = room.min(fr.frame_floor(Millis(fr.frame_start(s).0 + md)));
+            }
+            room
+        };
+        let (e0, mut e) = (e, e);
+        if let Some(cut) = shots::start_cut(&p.cuts, c.s, p.half).filter(|&cut| cut > c.s) {
+            let need = frame_ceil(fr, fr.frame_start(cut).0 + needed).max(speech);
+            if cut < e && need <= room_from(cut) {
+                c.s = cut;
+                e = e.max(need);
+            }
+        }
+        let s = c.s;
         let s_ms = fr.frame_start(s).0;
-        let mut e = fr.frame_round(Millis((sp.end + p.shift).max(0))).max(s + 1);
-        // The longest the cue may last, in frames (at least one).
-        let max_end = p
-            .max_dur
-            .map(|md| (fr.frame_floor(Millis(s_ms + md))).max(s + 1));
+        let need = frame_ceil(fr, s_ms + needed).max(speech);
+        let room = room_from(s);
+        // Only the cuts up to the next cue's start: one during the next cue is its own.
+        let cuts = match next {
+            Some(ns) => &p.cuts[..p.cuts.partition_point(|&c| c <= ns)],
+            None => &p.cuts[..],
+        };
+        let mut at = shots::end_at_cuts(cuts, s, e, need, room, p.half);
+        if let Some(ns) = next {
+            // Moved on to a cut or stayed up past one: a short gap left to the next cue is
+            // chained as before.
+            let chained = ns - p.gap_frames as i64;
+            let short = fr.frame_start(ns).0 - fr.frame_start(at).0 <= CHAIN_MS;
+            if at > e0
+                && short
+                && chained > at
+                && chained <= room
+                && shots::hung_cut(cuts, s, chained, p.half).is_none()
+            {
+                at = chained;
+            }
+        }
+        at.max(s + 1)
+    }
+
+    /// What the cue's text and the settings need it to stay up for, ms: the minimum duration,
+    /// the reading pace, no flash, at most the maximum duration.
+    #[inline(always)]
+    fn needed(&self, sp: &Span) -> i64 {
+        let p = self.p;
         let mut needed = p.min_dur;
         if p.pace {
             // Exactly the time the text needs at the pace, rounded up to a millisecond (the
@@ -181,6 +267,21 @@ impl<'a> Emitter<'a> {
         if let Some(md) = p.max_dur {
             needed = needed.min(md);
         }
+        needed
+    }
+
+    /// [`Emitter::end_frame`] without the shot-change rules.
+    #[inline(always)]
+    fn base_end(&self, c: &Pending, next: Option<i64>) -> i64 {
+        let (p, fr, sp, s) = (self.p, self.fr, &c.span, c.s);
+        let n_gap = p.gap_frames as i64;
+        let s_ms = fr.frame_start(s).0;
+        let mut e = fr.frame_round(Millis((sp.end + p.shift).max(0))).max(s + 1);
+        // The longest the cue may last, in frames (at least one).
+        let max_end = p
+            .max_dur
+            .map(|md| (fr.frame_floor(Millis(s_ms + md))).max(s + 1));
+        let needed = self.needed(sp);
         let want = frame_ceil(fr, s_ms + needed);
         let limit = next.map(|ns| ns - n_gap);
         if want > e {

@@ -452,6 +452,8 @@ pub fn rule_label(rule: Rule, style: &QcStyle) -> String {
         Rule::NeedlessLines => "Fits on fewer lines".into(),
         Rule::SentenceInside => "Sentence ends inside".into(),
         Rule::SilenceBridged => "Held over a silence".into(),
+        Rule::ShotChangeIn => "Starts near a shot change".into(),
+        Rule::ShotChangeOut => "Hangs over a shot change".into(),
     }
 }
 
