@@ -4,7 +4,10 @@
 //! file crosses a window cut without losing or doubling a word; media without audio, unreadable
 //! media and unknown languages fail with a reason and a full refund; a kill -9 during recognition
 //! loses nothing and charges once; `cuecraft submit` writes an SRT. Pocketsphinx, the light
-//! option, gets sentences from its pauses.
+//! option, gets sentences from its pauses. Long recordings: a lone job's windows shared by two
+//! whisper processes give one process's words (and its progress is told while it runs), also
+//! when one of them is killed mid-job (charged once); a 3-hour file keeps each worker under
+//! 600 MB.
 
 #[path = "../host/tests/speech/mod.rs"]
 mod speech;
@@ -642,4 +645,244 @@ fn pocketsphinx_stays_selectable_and_gets_sentences_from_its_pauses() {
         job["error"],
         "no pocketsphinx model for language nl; installed: en"
     );
+}
+
+/// The JSON cues of a job's original transcript (text and times), for comparing two runs.
+fn cues(server: &Server, org: &Org, id: &str) -> Value {
+    let r = server.get(&org.key, &format!("/v1/jobs/{id}/transcript"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    r.json()["cues"].clone()
+}
+
+/// The python3 children (whisper workers) of `parent`, oldest first.
+fn python_children(parent: u32) -> Vec<u32> {
+    let mut found: Vec<(u64, u32)> = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let rest: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        // rest[0] = state, rest[1] = ppid, rest[19] = start time.
+        if stat[open + 1..close].starts_with("python3")
+            && rest.get(1) == Some(&parent.to_string().as_str())
+            && rest.first() != Some(&"Z")
+        {
+            let started = rest.get(19).and_then(|s| s.parse().ok()).unwrap_or(0);
+            found.push((started, stat[..open].trim().parse().expect("pid")));
+        }
+    }
+    found.sort();
+    found.into_iter().map(|(_, pid)| pid).collect()
+}
+
+/// 120 s of speech (the four paragraphs three times): five windows of at most 30 s.
+fn two_minutes_of_speech(dir: &Path) -> PathBuf {
+    let once = speech::speak(dir, &speech::PARAGRAPHS);
+    let thrice = dir.join("thrice.wav");
+    let list = dir.join("thrice.txt");
+    let line = format!("file '{}'\n", once.display());
+    std::fs::write(&list, line.repeat(3)).expect("list");
+    let out = Command::new("ffmpeg")
+        .args([
+            "-nostdin", "-v", "error", "-y", "-f", "concat", "-safe", "0", "-i",
+        ])
+        .arg(&list)
+        .args(["-c:a", "pcm_s16le"])
+        .arg(&thrice)
+        .output()
+        .expect("ffmpeg");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    thrice
+}
+
+#[test]
+fn a_lone_jobs_windows_shared_by_two_whisper_workers_give_one_workers_words_even_when_one_is_killed(
+) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let wav = two_minutes_of_speech(dir.path());
+    let seconds = duration_of(&wav);
+
+    // One worker: the windows one after the other on one process.
+    let single = default_server("1");
+    let org = single.org(1_000, &[]);
+    let id = submit(&single, &org, &wav, "audio/wav", seconds, json!({}));
+    let job = finished(&single, &org, &id);
+    assert_eq!(job["status"], "ready", "{job}\n{}", single.log());
+    let reference = cues(&single, &org, &id);
+    assert!(
+        single
+            .log()
+            .contains("speech windows decoded windows=5 processes=1"),
+        "{}",
+        single.log()
+    );
+    drop(single);
+
+    // Two workers, one job: its windows are shared by both processes, the words are the same.
+    // While it runs, GET /jobs/{id} tells how far it has come in a header (the job's shape is
+    // the contract's): a share that only grows, and the time left once a window is done.
+    let server = default_server("2");
+    let org = server.org(1_000, &[]);
+    let id = submit(&server, &org, &wav, "audio/wav", seconds, json!({}));
+    let mut shares: Vec<f64> = Vec::new();
+    let mut estimated = false;
+    let deadline = Instant::now() + JOB_DEADLINE;
+    let job = loop {
+        let r = server.get(&org.key, &format!("/v1/jobs/{id}"));
+        let job = r.json();
+        if let Some(p) = r.header("cuecraft-progress") {
+            assert_eq!(job["status"], "transcribing", "{p}");
+            let share: f64 = p
+                .split(';')
+                .find_map(|f| f.trim().strip_prefix("share="))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("{p}"));
+            estimated |= p.contains("seconds-left=");
+            shares.push(share);
+        }
+        if matches!(job["status"].as_str(), Some("ready" | "failed")) {
+            break job;
+        }
+        assert!(Instant::now() < deadline, "{job}\n{}", server.log());
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(job["status"], "ready", "{job}\n{}", server.log());
+    assert!(
+        shares.windows(2).all(|w| w[0] <= w[1]),
+        "progress went back: {shares:?}"
+    );
+    assert!(
+        shares.iter().any(|s| *s > 0.0 && *s < 1.0) && estimated,
+        "no progress seen while it ran: {shares:?}"
+    );
+    assert!(
+        server
+            .log()
+            .contains("speech windows decoded windows=5 processes=2"),
+        "{}",
+        server.log()
+    );
+    assert_eq!(cues(&server, &org, &id), reference);
+
+    // Again, and one of the two processes is killed with -9 mid-job: its window is decoded
+    // again by another process, and the job is ready with the same words, charged once and
+    // settled once.
+    let id = submit(&server, &org, &wav, "audio/wav", 200.0, json!({}));
+    let pid = server.child.as_ref().expect("running").id();
+    let deadline = Instant::now() + JOB_DEADLINE;
+    // The pool kept both processes of the job before: this job's windows go to both at once.
+    // Once its recognition has begun (the VAD of two minutes takes a fraction of a second),
+    // both are decoding one of its five windows: kill the older.
+    while server.log().matches("recognizing").count() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "never recognized\n{}",
+            server.log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let kids = python_children(pid);
+    assert_eq!(kids.len(), 2, "{}", server.log());
+    let killed = Command::new("kill")
+        .args(["-9", &kids[0].to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let job = finished(&server, &org, &id);
+    assert_eq!(job["status"], "ready", "{job}\n{}", server.log());
+    assert!(
+        server.log().contains("its window goes to another")
+            || server.log().contains("asking a new one"),
+        "the kill did not land mid-job\n{}",
+        server.log()
+    );
+    assert_eq!(cues(&server, &org, &id), reference);
+    let price = cents_for(seconds, 10);
+    assert_eq!(
+        rows(&server, &id, "charge"),
+        [-34],
+        "{:?}",
+        server.ledger(&id)
+    );
+    assert_eq!(
+        rows(&server, &id, "settle"),
+        [34 - price],
+        "{:?}",
+        server.ledger(&id)
+    );
+    assert!(rows(&server, &id, "refund").is_empty());
+}
+
+/// Peak resident memory (VmHWM) of a process, MB.
+fn peak_rss_mb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .expect("VmHWM");
+    kb / 1024
+}
+
+#[test]
+fn a_three_hour_recording_is_transcribed_with_each_whisper_worker_under_600_mb() {
+    // Three hours, mostly silence: 40 s of speech at the start, at 1:30:00 and at the end.
+    // FLAC keeps the upload small (silence compresses to almost nothing).
+    let dir = tempfile::tempdir().expect("temp dir");
+    let speech = speech::speak(dir.path(), &speech::PARAGRAPHS);
+    let speech_s = duration_of(&speech);
+    let pause = (10_800.0 - 3.0 * speech_s) / 2.0;
+    let long = dir.path().join("three-hours.flac");
+    let filter = format!(
+        "[1]atrim=0:{pause}[s1];[1]atrim=0:{pause}[s2];[0][s1][0][s2][0]concat=n=5:v=0:a=1"
+    );
+    let out = Command::new("ffmpeg")
+        .args(["-nostdin", "-v", "error", "-y", "-i"])
+        .arg(&speech)
+        .args([
+            "-f",
+            "lavfi",
+            "-i",
+            "anullsrc=r=16000:cl=mono",
+            "-filter_complex",
+            &filter,
+        ])
+        .args(["-c:a", "flac"])
+        .arg(&long)
+        .output()
+        .expect("ffmpeg");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seconds = duration_of(&long);
+    assert!((seconds - 10_800.0).abs() < 2.0, "{seconds}");
+
+    let server = default_server("2");
+    let org = server.org(100_000, &[]);
+    let id = submit(&server, &org, &long, "audio/flac", seconds, json!({}));
+    let job = finished(&server, &org, &id);
+    assert_eq!(job["status"], "ready", "{job}\n{}", server.log());
+    let text = transcript_text(&server, &org, &id);
+    let script = speech::script();
+    let wer = speech::word_error_rate(&[script.as_str(); 3].join("\n"), &text);
+    assert!(wer <= 0.10, "{wer}: {text}");
+    // The workers stay in the pool after the job: their peak is what the job took.
+    let workers = python_children(server.child.as_ref().expect("running").id());
+    assert!(!workers.is_empty());
+    for pid in workers {
+        let mb = peak_rss_mb(pid);
+        eprintln!("whisper worker {pid}: peak RSS {mb} MB on a 3-hour recording");
+        assert!(mb < 600, "whisper worker {pid} peaked at {mb} MB");
+    }
 }

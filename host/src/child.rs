@@ -6,7 +6,8 @@ use std::process::Command;
 /// server being killed included. Without it a crashed server leaves its decoders running for
 /// nobody, and after the restart the resumed job's decoder competes with its own orphan for the
 /// cores. Every caller waits for the child on the thread that spawned it, so the thread outlives
-/// the child in normal operation. Only Linux has the mechanism; elsewhere `cmd` is unchanged.
+/// the child in normal operation; the whisper worker processes, which outlive the job that
+/// started them, are all started from one thread that lasts as long as the server. Only Linux has the mechanism; elsewhere `cmd` is unchanged.
 pub fn ends_with_server(cmd: &mut Command) -> &mut Command {
     #[cfg(target_os = "linux")]
     {

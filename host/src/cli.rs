@@ -176,6 +176,7 @@ fn recognizer(
         beam: args.whisper_beam,
         // The workers share the cores: each whisper process decodes on its share.
         threads: (cores / workers.max(1)).max(1),
+        processes: workers.max(1),
     };
     if args.recognizer == "whisper" {
         crate::pipeline::recognizers::check_whisper_installation(&whisper)

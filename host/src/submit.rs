@@ -410,12 +410,19 @@ fn poll(client: &Client, id: &str, interval: Duration) -> anyhow::Result<Value> 
     let started = Instant::now();
     let tty = std::io::stderr().is_terminal();
     let mut last_status = String::new();
+    let mut last_tenth = None;
     let mut failures = 0;
     loop {
-        let job = match client.call_json("GET", &format!("/jobs/{id}"), None) {
-            Ok(job) => {
+        let path = format!("/jobs/{id}");
+        let answer = client.call("GET", &path, None).and_then(|r| {
+            let job: Value = serde_json::from_slice(&r.body)
+                .with_context(|| format!("GET {path}: the server's answer is not JSON"))?;
+            Ok((job, r.header(PROGRESS_HEADER).and_then(describe_progress)))
+        });
+        let (job, progress) = match answer {
+            Ok(answer) => {
                 failures = 0;
-                job
+                answer
             }
             // A server that restarts mid-job resumes it: keep asking for a while.
             Err(e) if is_network_error(&e) && failures < MAX_POLL_FAILURES => {
@@ -432,12 +439,19 @@ fn poll(client: &Client, id: &str, interval: Duration) -> anyhow::Result<Value> 
             .unwrap_or("unknown")
             .to_string();
         let elapsed = started.elapsed().as_secs();
+        let shown = match &progress {
+            Some((text, _)) => format!("{status}, {text}"),
+            None => status.clone(),
+        };
+        let tenth = progress.as_ref().map(|(_, tenth)| *tenth);
         if tty {
-            eprint!("\r\x1b[Kjob {id}: {status} ({elapsed} s)");
+            eprint!("\r\x1b[Kjob {id}: {shown} ({elapsed} s)");
             let _ = std::io::stderr().flush();
-        } else if status != last_status {
-            eprintln!("job {id}: {status} ({elapsed} s)");
+        } else if status != last_status || (tenth.is_some() && tenth != last_tenth) {
+            // Not a terminal (a log): a line when the status changes and at every tenth.
+            eprintln!("job {id}: {shown} ({elapsed} s)");
         }
+        last_tenth = tenth;
         last_status.clone_from(&status);
         match status.as_str() {
             "ready" => {
@@ -459,6 +473,32 @@ fn poll(client: &Client, id: &str, interval: Duration) -> anyhow::Result<Value> 
             _ => std::thread::sleep(interval),
         }
     }
+}
+
+/// The header of `GET /jobs/{id}` that tells a running job's progress (outside the job's shape).
+const PROGRESS_HEADER: &str = "cuecraft-progress";
+
+/// `share=0.420; seconds-left=183` -> ("42% recognised, about 3 min left", 4): the text and the
+/// tenth reached; `None` for a header it cannot read.
+fn describe_progress(header: &str) -> Option<(String, u32)> {
+    let mut share = None;
+    let mut left = None;
+    for part in header.split(';') {
+        match part.trim().split_once('=') {
+            Some(("share", v)) => share = v.trim().parse::<f64>().ok(),
+            Some(("seconds-left", v)) => left = v.trim().parse::<f64>().ok(),
+            _ => {}
+        }
+    }
+    let share = share.filter(|s| s.is_finite())?.clamp(0.0, 1.0);
+    let percent = (share * 100.0).floor() as u32;
+    let mut text = format!("{percent}% recognised");
+    match left.filter(|l| l.is_finite() && *l >= 0.0) {
+        Some(l) if l < 60.0 => text.push_str(", under a minute left"),
+        Some(l) => text.push_str(&format!(", about {} min left", (l / 60.0).round())),
+        None => {}
+    }
+    Some((text, percent / 10))
 }
 
 fn is_network_error(e: &anyhow::Error) -> bool {
@@ -549,6 +589,24 @@ impl ProgressBar {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_reads_as_a_share_and_the_time_left() {
+        assert_eq!(
+            describe_progress("share=0.426; seconds-left=183"),
+            Some(("42% recognised, about 3 min left".to_string(), 4))
+        );
+        assert_eq!(
+            describe_progress("share=0.990; seconds-left=12"),
+            Some(("99% recognised, under a minute left".to_string(), 9))
+        );
+        assert_eq!(
+            describe_progress("share=0.000"),
+            Some(("0% recognised".to_string(), 0))
+        );
+        assert_eq!(describe_progress("nonsense"), None);
+        assert_eq!(describe_progress("share=NaN"), None);
+    }
 
     #[test]
     fn content_types_come_from_extensions() {

@@ -19,6 +19,7 @@ fn options() -> WhisperOptions {
         model: root.join(".models/whisper-base"),
         beam: 5,
         threads: 2,
+        processes: 1,
     };
     check_whisper_installation(&opts)
         .expect("scripts/setup installs the whisper runtime and model");

@@ -359,7 +359,7 @@ pub fn job_json(app: &App, job: &JobRow, transcripts: &[TranscriptRow]) -> Value
 /// revocation takes effect at once.
 pub async fn get(app: Arc<App>, key_hash: Vec<u8>, id: String) -> Result<Response<Body>, ApiError> {
     let state = app.clone();
-    let (job, transcripts) = app
+    let (job, transcripts, progress) = app
         .db(move |store| {
             let caller = store.find_key(&key_hash)?.ok_or(ApiError::InvalidApiKey)?;
             crate::http::admit(&state, &caller)?;
@@ -368,7 +368,12 @@ pub async fn get(app: Arc<App>, key_hash: Vec<u8>, id: String) -> Result<Respons
             }
             let job = load_org_job(store, &caller.org_id, &id)?;
             let t = store.transcripts(&id)?;
-            Ok((job, t))
+            let progress = if job.status == "transcribing" {
+                store.progress(std::slice::from_ref(&id))?.pop()
+            } else {
+                None
+            };
+            Ok((job, t, progress))
         })
         .await?;
     if job.status == "uploading" && app.media.takes_direct_uploads() {
@@ -397,7 +402,16 @@ pub async fn get(app: Arc<App>, key_hash: Vec<u8>, id: String) -> Result<Respons
             Err(e) => tracing::warn!(job = %job.id, "checking the upload: {e:?}"),
         }
     }
-    Ok(json_response(200, &job_json(&app, &job, &transcripts)))
+    let mut response = json_response(200, &job_json(&app, &job, &transcripts));
+    // Outside the contract's job shape, which stays as it is: how far recognition has come,
+    // for `cuecraft submit` and any client that wants to show it.
+    if let Some((_, p)) = progress {
+        let value = progress_header(&p, crate::util::now_ms());
+        if let Ok(value) = hyper::header::HeaderValue::from_str(&value) {
+            response.headers_mut().insert(PROGRESS_HEADER, value);
+        }
+    }
+    Ok(response)
 }
 
 /// What the main-database checks of a creation decided.
@@ -683,6 +697,19 @@ fn create_job(
         Some((key, hash)) => store.insert_job_for_key(&job, key, hash, &response)?,
     }
     Ok(response)
+}
+
+/// The response header of `GET /jobs/{id}` that tells a `transcribing` job's progress.
+pub const PROGRESS_HEADER: &str = "cuecraft-progress";
+
+/// `share=0.420; seconds-left=183`: the share of the recording recognised and, once there is an
+/// estimate, the seconds left counted from `now` (the estimate was made when the row was written).
+pub fn progress_header(p: &crate::store::JobProgress, now: i64) -> String {
+    let mut value = format!("share={:.3}", p.share.clamp(0.0, 1.0));
+    if let Some(left) = p.seconds_left_at(now) {
+        value.push_str(&format!("; seconds-left={left:.0}"));
+    }
+    value
 }
 
 #[cfg(test)]

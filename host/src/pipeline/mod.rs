@@ -37,13 +37,15 @@ use cuecraft_engine::{layout, words_from_raw, FrameRate, PartialSettings, Settin
 use serde_json::{json, Value};
 
 use crate::media::{MediaStore, Object};
-use crate::pipeline::recognizers::Recognizer;
-use crate::store::{Formatted, JobRow, Recognized, Store, StoreError, Task, Wake};
+use crate::pipeline::recognizers::{Progress, Recognizer};
+use crate::store::{Formatted, JobProgress, JobRow, Recognized, Store, StoreError, Task, Wake};
 use crate::util::{new_id, now_ms};
 use crate::words::{encode, seconds};
 
 /// How many highlights a job keeps.
 const HIGHLIGHTS: usize = 5;
+/// How often a running recognition's progress is written to the store.
+const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 /// The label of the clean version.
 pub const CLEAN_LABEL: &str = "Clean version";
 
@@ -469,16 +471,39 @@ impl Pipeline {
         // Named for the worker thread too: a thread of this process that took the task over from
         // a stalled one must not extract into (or remove) the file the other is reading.
         let wav = work.path().join(format!("{}.{worker}.wav", job.id));
-        let extracted = crate::media::extract_wav(&media, &wav);
-        let recognized = extracted
-            .map_err(|e| StepError::Fail(e.to_string()))
-            .and_then(|()| {
-                tracing::info!(job = %job.id, recognizer = %recognizer.name(), "recognizing");
-                recognizer
-                    .recognize(&wav, &settings.language, &settings.custom_vocabulary)
-                    .map_err(|e| StepError::Fail(e.to_string()))
-            });
-        let _ = std::fs::remove_file(&wav);
+        // The editor's proxy and peaks do not depend on the words: they are made beside
+        // extraction and recognition, from the same copy of the original, so `ready` follows the
+        // last word instead of waiting for them.
+        let recognized = std::thread::scope(|scope| {
+            let beside = scope.spawn(|| self.editor_media(job, Some(&*media)));
+            let recognized = crate::media::extract_wav(&media, &wav)
+                .map_err(|e| StepError::Fail(e.to_string()))
+                .and_then(|()| {
+                    tracing::info!(job = %job.id, recognizer = %recognizer.name(), "recognizing");
+                    let last = std::cell::Cell::new(0);
+                    self.progress(
+                        &job.id,
+                        Progress {
+                            share: 0.0,
+                            seconds_left: None,
+                        },
+                        &last,
+                    );
+                    recognizer
+                        .recognize_reporting(
+                            &wav,
+                            &settings.language,
+                            &settings.custom_vocabulary,
+                            &|p| self.progress(&job.id, p, &last),
+                        )
+                        .map_err(|e| StepError::Fail(e.to_string()))
+                });
+            let _ = std::fs::remove_file(&wav);
+            if beside.join().is_err() {
+                tracing::error!(job = %job.id, "making the editor media panicked");
+            }
+            recognized
+        });
         let recognition = recognized?;
         let language = if recognition.language.trim().is_empty() {
             settings.language.clone()
@@ -552,7 +577,9 @@ impl Pipeline {
             )
             .to_string()
         });
-        self.editor_media(job);
+        // Made beside recognition; only what is missing (a step repeated after a crash, a
+        // failure) is made here.
+        self.editor_media(job, None);
         let clean_id = new_id().map_err(|e| StepError::Retry(format!("random: {e}")))?;
         let formatted = Formatted {
             clean_id,
@@ -573,12 +600,33 @@ impl Pipeline {
     /// sound for audio-only) and the waveform's peaks, beside the upload. A failure is logged and
     /// leaves the job's result alone (the editor then shows no playback); a step repeated after a
     /// crash skips what is already there.
-    fn editor_media(&self, job: &JobRow) {
+    fn editor_media(&self, job: &JobRow, input: Option<&Path>) {
         let Some(work) = &self.work else {
             return;
         };
-        if let Err(e) = crate::media::make_editor_media(self.media.as_ref(), &job.id, work.path()) {
+        let made =
+            crate::media::make_editor_media_from(self.media.as_ref(), &job.id, input, work.path());
+        if let Err(e) = made {
             tracing::warn!(job = %job.id, "editor media: {e}");
+        }
+    }
+
+    /// Keeps a running recognition's progress in the store for the people waiting (the project
+    /// list, the editor, `cuecraft submit`): at most every [`PROGRESS_EVERY`], and always the
+    /// last. A store that cannot take it costs a log line, never the job.
+    fn progress(&self, job_id: &str, p: Progress, last: &std::cell::Cell<i64>) {
+        let now = now_ms();
+        if p.share < 1.0 && now - last.get() < PROGRESS_EVERY.as_millis() as i64 {
+            return;
+        }
+        last.set(now);
+        let row = JobProgress {
+            share: p.share.clamp(0.0, 1.0),
+            seconds_left: p.seconds_left.map(|s| s.max(0.0)),
+            at: now,
+        };
+        if let Err(e) = self.store.set_progress(job_id, &row) {
+            tracing::warn!(job = %job_id, "could not keep the job's progress: {e}");
         }
     }
 

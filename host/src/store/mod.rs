@@ -478,6 +478,25 @@ pub struct NewOrgOwner<'a> {
     pub now: i64,
 }
 
+/// How far a running job's recognition has come, as the pipeline last wrote it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct JobProgress {
+    /// The share of the recording recognised, 0 to 1.
+    pub share: f64,
+    /// The seconds left as estimated when it was written; `None` until there is an estimate.
+    pub seconds_left: Option<f64>,
+    /// When it was written, Unix milliseconds.
+    pub at: i64,
+}
+
+impl JobProgress {
+    /// The seconds left at `now`: the estimate less the time since it was written, never below 0.
+    pub fn seconds_left_at(&self, now: i64) -> Option<f64> {
+        let age = (now - self.at).max(0) as f64 / 1000.0;
+        self.seconds_left.map(|left| (left - age).max(0.0).round())
+    }
+}
+
 /// Every record of the host. Object-safe and synchronous; see the module's documentation for the
 /// rules every backend keeps.
 pub trait Store: Send + Sync {
@@ -732,6 +751,12 @@ pub trait Store: Send + Sync {
     /// (sort key, id): owners and admins see the organisation's jobs, members the jobs they own
     /// and those of their folders.
     fn list_projects(&self, viewer: &Member, q: &ProjectQuery) -> StoreResult<Vec<ProjectRow>>;
+    /// Keeps how far a running job's recognition has come (one row per job, replaced each time;
+    /// the pipeline writes it every few seconds while it recognises).
+    fn set_progress(&self, job_id: &str, progress: &JobProgress) -> StoreResult<()>;
+    /// The last progress written for each of `job_ids` that has one (200 at most). Only a job
+    /// that is still `transcribing` is running; the row of a finished job is its last word.
+    fn progress(&self, job_ids: &[String]) -> StoreResult<Vec<(String, JobProgress)>>;
     /// The statuses of the listed jobs `viewer` may see: (id, status, updated_at); 200 at most.
     fn project_statuses(
         &self,

@@ -236,14 +236,37 @@ pub async fn statuses(app: &Arc<App>, req: &WebRequest) -> Result<Response<Body>
         .map(str::to_string)
         .collect();
     let viewer = session.member.clone();
-    let found = db(app, move |c| Ok(c.project_statuses(&viewer, &ids)?)).await?;
+    let (found, progress) = db(app, move |c| {
+        let found = c.project_statuses(&viewer, &ids)?;
+        let running: Vec<String> = found
+            .iter()
+            .filter(|(_, status, _)| status == "transcribing")
+            .map(|(id, _, _)| id.clone())
+            .collect();
+        Ok((found, c.progress(&running)?))
+    })
+    .await?;
+    let now = crate::util::now_ms();
     let list: Vec<_> = found
         .into_iter()
         .map(|(id, status, updated)| {
-            json!({"id": id, "status": status, "updated": short_time(updated)})
+            let mut job = json!({"id": id, "status": status, "updated": short_time(updated)});
+            if let Some((_, p)) = progress.iter().find(|(pid, _)| *pid == id) {
+                job["progress"] = progress_json(p, now);
+            }
+            job
         })
         .collect();
     Ok(json_ok(&json!({ "jobs": list })))
+}
+
+/// A running job's progress as the list and the editor show it: `share` (0 to 1, of the
+/// recording recognised) and `secondsLeft` (counted from now; null until there is an estimate).
+pub fn progress_json(p: &crate::store::JobProgress, now: i64) -> serde_json::Value {
+    json!({
+        "share": (p.share.clamp(0.0, 1.0) * 1000.0).round() / 1000.0,
+        "secondsLeft": p.seconds_left_at(now),
+    })
 }
 
 #[cfg(test)]

@@ -14,13 +14,13 @@
 //! ([`join_pieces`]), collapses repetition loops ([`collapse_loops`]) and maps the contract's
 //! language codes to Whisper's ([`WhisperLanguage`]).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use cuecraft_engine::RawWord;
@@ -28,7 +28,7 @@ use serde::Deserialize;
 
 use super::process::TimeLimit;
 use super::whisper::{prompt, whisper_language};
-use super::{Recognition, RecognizeError, Recognizer};
+use super::{Progress, Recognition, RecognizeError, Recognizer};
 
 /// The worker script, embedded so the binary needs no file beside it.
 const WORKER_SCRIPT: &str = include_str!("whisper_worker.py");
@@ -58,6 +58,9 @@ pub struct WhisperOptions {
     pub beam: u32,
     /// CPU threads per worker process.
     pub threads: usize,
+    /// How many worker processes may run at once: the pipeline's worker threads, one process a
+    /// job, the idle ones lent to a job's windows.
+    pub processes: usize,
 }
 
 impl Default for WhisperOptions {
@@ -67,6 +70,7 @@ impl Default for WhisperOptions {
             model: PathBuf::from(".models/whisper-base"),
             beam: 5,
             threads: 1,
+            processes: 1,
         }
     }
 }
@@ -115,22 +119,113 @@ pub fn check_installation(opts: &WhisperOptions) -> Result<(), String> {
     Ok(())
 }
 
-/// The whisper recognizer: a pool of worker processes.
+/// The whisper recognizer: a pool of worker processes shared by this process's jobs.
+///
+/// A job takes one process for itself ([`Pool::take`]) and, while no other job waits for one,
+/// borrows the idle ones (or starts one, up to [`WhisperOptions::processes`]) to decode its
+/// speech windows side by side: a lone long recording uses every core. A borrowed process goes
+/// back to the pool after the window it is decoding as soon as another job asks for one, so a
+/// busy queue runs one job per process as before.
 pub struct WhisperRecognizer {
     opts: WhisperOptions,
     time_limit: TimeLimit,
-    idle: Mutex<Vec<Worker>>,
+    pool: Pool,
     next_id: AtomicU64,
     started: AtomicU64,
+}
+
+/// The worker processes: the idle ones, how many exist (idle, working or starting) and how many
+/// jobs wait for one.
+struct Pool {
+    state: Mutex<PoolState>,
+    freed: Condvar,
+    capacity: usize,
+}
+
+struct PoolState {
+    idle: Vec<Worker>,
+    alive: usize,
+    waiting: usize,
+}
+
+impl Pool {
+    fn lock(&self) -> std::sync::MutexGuard<'_, PoolState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// An idle process, or the right to start one (`None`), waiting while every process is busy.
+    fn take(&self) -> Option<Worker> {
+        let mut state = self.lock();
+        loop {
+            if let Some(w) = state.idle.pop() {
+                return Some(w);
+            }
+            if state.alive < self.capacity {
+                state.alive += 1;
+                return None;
+            }
+            state.waiting += 1;
+            state = self
+                .freed
+                .wait_timeout(state, Duration::from_millis(500))
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+            state.waiting -= 1;
+        }
+    }
+
+    /// A process to lend to a job's windows when no job waits for one: an idle one, or the right
+    /// to start one (`Some(None)`).
+    fn lend(&self) -> Option<Option<Worker>> {
+        let mut state = self.lock();
+        if state.waiting > 0 {
+            return None;
+        }
+        if let Some(w) = state.idle.pop() {
+            return Some(Some(w));
+        }
+        if state.alive < self.capacity {
+            state.alive += 1;
+            return Some(None);
+        }
+        None
+    }
+
+    /// Whether a job waits for a process.
+    fn wanted(&self) -> bool {
+        self.lock().waiting > 0
+    }
+
+    fn give_back(&self, worker: Worker) {
+        self.lock().idle.push(worker);
+        self.freed.notify_all();
+    }
+
+    /// A process ended (or never started): its place is free.
+    fn forget(&self) {
+        let mut state = self.lock();
+        state.alive = state.alive.saturating_sub(1);
+        drop(state);
+        self.freed.notify_all();
+    }
 }
 
 impl WhisperRecognizer {
     /// A recognizer with these options (nothing is started until the first job).
     pub fn new(opts: WhisperOptions) -> Self {
+        let capacity = opts.processes.max(1);
         WhisperRecognizer {
             opts,
             time_limit: DEFAULT_TIME_LIMIT,
-            idle: Mutex::new(Vec::new()),
+            pool: Pool {
+                state: Mutex::new(PoolState {
+                    idle: Vec::new(),
+                    alive: 0,
+                    waiting: 0,
+                }),
+                freed: Condvar::new(),
+                capacity,
+            },
             next_id: AtomicU64::new(1),
             started: AtomicU64::new(0),
         }
@@ -142,28 +237,70 @@ impl WhisperRecognizer {
         self
     }
 
-    fn take_worker(&self) -> Result<Worker, RecognizeError> {
-        let idle = self.idle.lock().ok().and_then(|mut v| v.pop());
-        match idle {
-            Some(w) => Ok(w),
-            None => {
-                self.started.fetch_add(1, Ordering::Relaxed);
-                Worker::start(&self.opts)
-            }
-        }
-    }
-
     /// How many worker processes this recognizer has started (each loads the model once).
     pub fn workers_started(&self) -> u64 {
         self.started.load(Ordering::Relaxed)
     }
 
-    fn give_back(&self, worker: Worker) {
-        if let Ok(mut idle) = self.idle.lock() {
-            idle.push(worker);
+    /// Starts a process in a place the pool has counted; the place is freed when it fails.
+    fn start(&self) -> Result<Worker, RecognizeError> {
+        self.started.fetch_add(1, Ordering::Relaxed);
+        Worker::start(&self.opts).inspect_err(|_| self.pool.forget())
+    }
+
+    /// A process of the job's own, waiting for one when all are busy.
+    fn take(&self) -> Result<Worker, RecognizeError> {
+        match self.pool.take() {
+            Some(w) => Ok(w),
+            None => self.start(),
+        }
+    }
+
+    fn id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Runs `ask` on the job's process; a process that ends (killed, crashed) is replaced and
+    /// the question asked again, up to [`ATTEMPTS`] times in all.
+    fn on_own<T>(
+        &self,
+        worker: &mut Option<Worker>,
+        deadline: Instant,
+        mut ask: impl FnMut(&mut Worker, u64) -> Result<T, AskError>,
+    ) -> Result<T, AskError> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut w = match worker.take() {
+                Some(w) => w,
+                None => self.take().map_err(|e| AskError::Failed(e.0))?,
+            };
+            match ask(&mut w, self.id()) {
+                Ok(v) => {
+                    *worker = Some(w);
+                    return Ok(v);
+                }
+                Err(AskError::Broken(why)) => {
+                    drop(w);
+                    self.pool.forget();
+                    if attempt >= ATTEMPTS || Instant::now() >= deadline {
+                        return Err(AskError::Broken(why));
+                    }
+                    tracing::warn!("whisper worker lost ({why}); asking a new one");
+                }
+                Err(e) => {
+                    *worker = Some(w);
+                    return Err(e);
+                }
+            }
         }
     }
 }
+
+/// How many times a question (a window) is asked of a fresh process when its process ends
+/// while answering: a killed worker loses nothing, a window that crashes every process fails
+/// the job.
+const ATTEMPTS: u32 = 3;
 
 impl Recognizer for WhisperRecognizer {
     fn name(&self) -> String {
@@ -176,50 +313,385 @@ impl Recognizer for WhisperRecognizer {
         language: &str,
         hints: &[String],
     ) -> Result<Recognition, RecognizeError> {
-        let target = WhisperLanguage::from_requested(language)?;
-        let mut worker = self.take_worker()?;
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let request = serde_json::json!({
-            "id": id,
-            "wav": wav,
-            "language": target.code(),
-            "prompt": prompt(hints),
-        });
-        let deadline = Instant::now() + self.time_limit.for_wav(wav);
-        let reply = worker.ask(&request.to_string(), id, deadline);
-        let reply = match reply {
-            Ok(r) => {
-                self.give_back(worker);
-                r
-            }
-            // The worker is dropped (killed); the next job starts a fresh one.
-            Err(e) => return Err(RecognizeError(scrub(&e, wav))),
-        };
-        if let Some(error) = reply.error {
-            return Err(RecognizeError(format!(
-                "the whisper recognizer could not transcribe the audio: {}",
-                scrub(&error, wav)
-            )));
-        }
-        // Pieces join within their window only, by the window's language.
-        let mut words = Vec::with_capacity(reply.words.len());
-        for run in reply.words.chunk_by(|a, b| a.window == b.window) {
-            let unspaced = reply
-                .windows
-                .get(run[0].window)
-                .and_then(|w| w.2.as_deref())
-                .is_some_and(is_unspaced_language);
-            words.extend(join_pieces(run, !unspaced));
-        }
-        let words = collapse_loops(words);
-        let language = match &target {
-            WhisperLanguage::Forced { requested, .. } => requested.clone(),
-            WhisperLanguage::Auto | WhisperLanguage::PerWindow => dominant_language(&reply)
-                .or(reply.language.clone())
-                .unwrap_or_else(|| "und".to_string()),
-        };
-        Ok(Recognition { language, words })
+        self.recognize_reporting(wav, language, hints, &|_| {})
     }
+
+    fn recognize_reporting(
+        &self,
+        wav: &Path,
+        language: &str,
+        hints: &[String],
+        report: &dyn Fn(Progress),
+    ) -> Result<Recognition, RecognizeError> {
+        let target = WhisperLanguage::from_requested(language)?;
+        let deadline = Instant::now() + self.time_limit.for_wav(wav);
+        let fail = |e: AskError| RecognizeError(e.message(wav));
+        let mut own: Option<Worker> = Some(self.take()?);
+        let result = (|| {
+            // Speech windows, found block by block.
+            let (windows, samples) = self
+                .on_own(&mut own, deadline, |w, id| w.windows(wav, id, deadline))
+                .map_err(fail)?;
+            if windows.is_empty() {
+                report(Progress::DONE);
+                let language = match &target {
+                    WhisperLanguage::Forced { requested, .. } => requested.clone(),
+                    _ => "und".to_string(),
+                };
+                return Ok(Recognition {
+                    language,
+                    words: Vec::new(),
+                });
+            }
+            let forced = match &target {
+                WhisperLanguage::Forced { whisper, .. } => Some(whisper.clone()),
+                WhisperLanguage::PerWindow => None,
+                WhisperLanguage::Auto => {
+                    let first: Vec<(u64, u64)> = windows.iter().take(3).copied().collect();
+                    self.on_own(&mut own, deadline, |w, id| {
+                        w.detect(wav, &first, id, deadline)
+                    })
+                    .map_err(fail)?
+                }
+            };
+            let plan = Plan {
+                wav,
+                windows: &windows,
+                samples,
+                forced,
+                prompt: prompt(hints),
+                deadline,
+            };
+            let (spans, pieces) = self.decode_all(&plan, &mut own, report).map_err(fail)?;
+            // Pieces join within their window only, by the window's language.
+            let mut words = Vec::new();
+            for (span, run) in spans.iter().zip(&pieces) {
+                let unspaced = span.2.as_deref().is_some_and(is_unspaced_language);
+                words.extend(join_pieces(run, !unspaced));
+            }
+            let words = collapse_loops(words);
+            let language = match &target {
+                WhisperLanguage::Forced { requested, .. } => requested.clone(),
+                WhisperLanguage::Auto | WhisperLanguage::PerWindow => dominant_language(&spans)
+                    .or(plan.forced.clone())
+                    .unwrap_or_else(|| "und".to_string()),
+            };
+            Ok(Recognition { language, words })
+        })();
+        if let Some(w) = own {
+            self.pool.give_back(w);
+        }
+        result
+    }
+}
+
+/// What a job's windows are decoded with.
+struct Plan<'a> {
+    wav: &'a Path,
+    windows: &'a [(u64, u64)],
+    samples: u64,
+    /// Whisper's code of the job's language; `None`: detected in every window.
+    forced: Option<String>,
+    prompt: Option<String>,
+    deadline: Instant,
+}
+
+/// One window to decode, first as it is or again with the text before it as prompt.
+#[derive(Debug, Clone)]
+struct Item {
+    window: usize,
+    prompt: Option<String>,
+    retry: bool,
+    attempts: u32,
+}
+
+/// A window's answer.
+#[derive(Debug, Clone)]
+struct Decoded {
+    language: Option<String>,
+    words: Vec<Piece>,
+}
+
+/// The windows waiting for a process, shared by the processes decoding a job.
+struct Board {
+    queue: VecDeque<Item>,
+    stop: bool,
+    runners: usize,
+}
+
+/// The pieces' sentence ends.
+fn sentence_ends(words: &[Piece]) -> usize {
+    const ENDS: [char; 7] = ['.', '?', '!', '。', '？', '！', '…'];
+    words
+        .iter()
+        .filter(|w| w.text.trim().ends_with(ENDS))
+        .count()
+}
+
+/// Whether a window reads as one run-on sentence: fewer than one end per 25 words.
+fn run_on(words: &[Piece]) -> bool {
+    words.len() >= 12 && sentence_ends(words) * 25 < words.len()
+}
+
+/// The neutral punctuated sentence the first English window is decoded again with when it comes
+/// back run-on.
+const NEUTRAL_EN: &str = "Hello, and welcome. Are you ready? Let's begin.";
+
+impl WhisperRecognizer {
+    /// Decodes every window on the job's process and the processes it can borrow, and merges
+    /// the answers in window order: the spans (start, end seconds, language) and each window's
+    /// pieces.
+    ///
+    /// Whisper sometimes writes a whole window in lowercase without punctuation. Such a window is
+    /// decoded once more with the text of the last well-punctuated window of its language before
+    /// it as the prompt (what Whisper's own conditioning on previous text does, but only here,
+    /// where it cannot start a loop; for the first English window a neutral punctuated
+    /// sentence), and the retry is kept when it has more sentence ends. That prompt depends on
+    /// the windows before, so windows are first decoded side by side without it and only a
+    /// run-on window waits for the ones before it: the words are those of one process decoding
+    /// the windows in order.
+    #[allow(clippy::type_complexity)]
+    fn decode_all(
+        &self,
+        plan: &Plan<'_>,
+        own: &mut Option<Worker>,
+        report: &dyn Fn(Progress),
+    ) -> Result<(Vec<(f64, f64, Option<String>)>, Vec<Vec<Piece>>), AskError> {
+        let n = plan.windows.len();
+        let board = Mutex::new(Board {
+            queue: (0..n)
+                .map(|window| Item {
+                    window,
+                    prompt: plan.prompt.clone(),
+                    retry: false,
+                    attempts: 0,
+                })
+                .collect(),
+            stop: false,
+            runners: 0,
+        });
+        let changed = Condvar::new();
+        let (tx, rx) = mpsc::channel::<(Item, Result<Decoded, AskError>)>();
+        let began = Instant::now();
+        let speech_total: f64 = plan
+            .windows
+            .iter()
+            .map(|(s, e)| e.saturating_sub(*s) as f64)
+            .sum();
+        std::thread::scope(|scope| {
+            let run = |worker: Option<Worker>, lent: bool| {
+                let tx = tx.clone();
+                let (board, changed) = (&board, &changed);
+                board.lock().unwrap_or_else(|p| p.into_inner()).runners += 1;
+                scope.spawn(move || {
+                    let back = self.runner(plan, worker, lent, board, changed, &tx);
+                    if let Some(w) = back {
+                        self.pool.give_back(w);
+                    }
+                    board.lock().unwrap_or_else(|p| p.into_inner()).runners -= 1;
+                    changed.notify_all();
+                })
+            };
+            run(own.take(), false);
+            let mut processes = 1;
+            let mut first: Vec<Option<Decoded>> = vec![None; n];
+            let mut second: Vec<Option<Decoded>> = vec![None; n];
+            let mut retrying = vec![false; n];
+            let mut context: HashMap<String, String> = HashMap::new();
+            let mut spans = Vec::with_capacity(n);
+            let mut pieces: Vec<Vec<Piece>> = Vec::with_capacity(n);
+            let mut speech_done = 0.0;
+            let outcome = loop {
+                // Borrow a process while more windows wait than processes decode them.
+                {
+                    let b = board.lock().unwrap_or_else(|p| p.into_inner());
+                    let more = b.queue.len() > b.runners;
+                    drop(b);
+                    if more {
+                        if let Some(lent) = self.pool.lend() {
+                            run(lent, true);
+                            processes += 1;
+                        }
+                    }
+                }
+                let got = match rx.recv_timeout(Duration::from_millis(250)) {
+                    Ok(got) => Some(got),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => None,
+                };
+                if let Some((item, answer)) = got {
+                    match answer {
+                        Ok(d) if item.retry => second[item.window] = Some(d),
+                        Ok(d) => first[item.window] = Some(d),
+                        Err(e) => break Err(e),
+                    }
+                }
+                // Take the windows that are done, in order.
+                while pieces.len() < n {
+                    let k = pieces.len();
+                    let Some(done) = &first[k] else { break };
+                    let lang = plan.forced.clone().or(done.language.clone());
+                    if let Some(lang) = &lang {
+                        if lang == "en" {
+                            context
+                                .entry(lang.clone())
+                                .or_insert_with(|| NEUTRAL_EN.to_string());
+                        }
+                    }
+                    let mut words = done.words.clone();
+                    let retry_prompt = lang
+                        .as_ref()
+                        .and_then(|l| context.get(l))
+                        .filter(|_| run_on(&done.words))
+                        .map(|c| match &plan.prompt {
+                            Some(p) => format!("{p} {c}"),
+                            None => c.clone(),
+                        });
+                    if let Some(p) = retry_prompt {
+                        if !retrying[k] {
+                            retrying[k] = true;
+                            let mut b = board.lock().unwrap_or_else(|p| p.into_inner());
+                            b.queue.push_front(Item {
+                                window: k,
+                                prompt: Some(p),
+                                retry: true,
+                                attempts: 0,
+                            });
+                            drop(b);
+                            changed.notify_all();
+                        }
+                        let Some(again) = &second[k] else { break };
+                        if sentence_ends(&again.words) > sentence_ends(&words) {
+                            words = again.words.clone();
+                        }
+                    }
+                    if let Some(lang) = &lang {
+                        if !words.is_empty() && !run_on(&words) {
+                            let text: String = words.iter().map(|w| w.text.as_str()).collect();
+                            let text = text.trim();
+                            let skip = text.chars().count().saturating_sub(300);
+                            context.insert(lang.clone(), text.chars().skip(skip).collect());
+                        }
+                    }
+                    let (s, e) = plan.windows[k];
+                    speech_done += e.saturating_sub(s) as f64;
+                    spans.push((secs(s), secs(e), lang));
+                    pieces.push(words);
+                    first[k] = None;
+                    second[k] = None;
+                    let share = if pieces.len() == n {
+                        1.0
+                    } else {
+                        e as f64 / plan.samples.max(1) as f64
+                    };
+                    let rate = began.elapsed().as_secs_f64() / speech_done.max(1.0);
+                    report(Progress {
+                        share: share.clamp(0.0, 1.0),
+                        seconds_left: Some(rate * (speech_total - speech_done).max(0.0)),
+                    });
+                }
+                if pieces.len() == n {
+                    tracing::info!(windows = n, processes, "speech windows decoded");
+                    break Ok((std::mem::take(&mut spans), std::mem::take(&mut pieces)));
+                }
+                if board.lock().unwrap_or_else(|p| p.into_inner()).runners == 0 {
+                    // Every process ended and none could be started again.
+                    break Err(AskError::Broken("no worker process is left".into()));
+                }
+            };
+            board.lock().unwrap_or_else(|p| p.into_inner()).stop = true;
+            changed.notify_all();
+            outcome
+        })
+    }
+
+    /// One process's loop over a job's windows: takes the next window off the board, decodes
+    /// it and sends the answer. A process that ends while decoding puts its window back for the
+    /// next process and is replaced. A lent process goes back as soon as another job waits for
+    /// one. Returns the process to give back to the pool.
+    fn runner(
+        &self,
+        plan: &Plan<'_>,
+        worker: Option<Worker>,
+        lent: bool,
+        board: &Mutex<Board>,
+        changed: &Condvar,
+        tx: &mpsc::Sender<(Item, Result<Decoded, AskError>)>,
+    ) -> Option<Worker> {
+        let mut worker = match worker {
+            Some(w) => w,
+            None => self.start().ok()?,
+        };
+        loop {
+            let item = {
+                let mut b = board.lock().unwrap_or_else(|p| p.into_inner());
+                loop {
+                    if b.stop || (lent && self.pool.wanted()) {
+                        break None;
+                    }
+                    if let Some(item) = b.queue.pop_front() {
+                        break Some(item);
+                    }
+                    b = changed
+                        .wait_timeout(b, Duration::from_millis(200))
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
+                }
+            };
+            let Some(item) = item else {
+                return Some(worker);
+            };
+            let (s, e) = plan.windows[item.window];
+            let language = plan.forced.as_deref();
+            let answer = worker.decode(
+                plan.wav,
+                (s, e),
+                language,
+                item.prompt.as_deref(),
+                self.id(),
+                plan.deadline,
+            );
+            match answer {
+                Err(AskError::Broken(why)) => {
+                    drop(worker);
+                    let timed_out = Instant::now() >= plan.deadline;
+                    if timed_out || item.attempts + 1 >= ATTEMPTS {
+                        self.pool.forget();
+                        let _ = tx.send((item, Err(AskError::Broken(why))));
+                        return None;
+                    }
+                    tracing::warn!(
+                        window = item.window,
+                        "whisper worker lost ({why}); its window goes to another"
+                    );
+                    let mut b = board.lock().unwrap_or_else(|p| p.into_inner());
+                    b.queue.push_front(Item {
+                        attempts: item.attempts + 1,
+                        ..item
+                    });
+                    drop(b);
+                    changed.notify_all();
+                    self.started.fetch_add(1, Ordering::Relaxed);
+                    match Worker::start(&self.opts) {
+                        Ok(w) => worker = w,
+                        Err(_) => {
+                            self.pool.forget();
+                            return None;
+                        }
+                    }
+                }
+                answer => {
+                    if tx.send((item, answer)).is_err() {
+                        return Some(worker);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn secs(samples: u64) -> f64 {
+    (samples as f64 / 16.0).round() / 1000.0
 }
 
 /// The job's language as the worker takes it.
@@ -270,6 +742,7 @@ impl WhisperLanguage {
         })
     }
 
+    #[cfg(test)]
     fn code(&self) -> &str {
         match self {
             WhisperLanguage::Auto => "auto",
@@ -296,9 +769,9 @@ fn is_unspaced_language(code: &str) -> bool {
 }
 
 /// The language that holds the most speech among the windows.
-fn dominant_language(reply: &Reply) -> Option<String> {
+fn dominant_language(spans: &[(f64, f64, Option<String>)]) -> Option<String> {
     let mut seconds: Vec<(String, f64)> = Vec::new();
-    for (start, end, lang) in &reply.windows {
+    for (start, end, lang) in spans {
         let Some(lang) = lang else { continue };
         let d = (end - start).max(0.0);
         match seconds.iter_mut().find(|(l, _)| l == lang) {
@@ -325,9 +798,6 @@ pub struct Piece {
     /// End, seconds.
     #[serde(rename = "e")]
     pub end: f64,
-    /// The index of the window it was heard in.
-    #[serde(rename = "k", default)]
-    pub window: usize,
 }
 
 /// Joins Whisper's pieces into written words: a piece without a leading space continues the word
@@ -419,18 +889,80 @@ pub fn collapse_loops(words: Vec<RawWord>) -> Vec<RawWord> {
         .collect()
 }
 
-/// A worker's reply to one request.
+/// Why a question to a worker process got no answer.
+#[derive(Debug)]
+enum AskError {
+    /// The worker answered with an error (the audio could not be read or decoded): the
+    /// process is fine, the job fails.
+    Reply(String),
+    /// The process ended, passed the time limit or answered garbage: it is killed.
+    Broken(String),
+    /// No process could be started.
+    Failed(String),
+}
+
+impl AskError {
+    /// The job's error, without the server's path of the audio.
+    fn message(&self, wav: &Path) -> String {
+        match self {
+            AskError::Reply(e) => format!(
+                "the whisper recognizer could not transcribe the audio: {}",
+                scrub(e, wav)
+            ),
+            AskError::Broken(e) | AskError::Failed(e) => scrub(e, wav),
+        }
+    }
+}
+
+/// One line of a worker's answer (the script's header lists them).
 #[derive(Debug, Deserialize)]
-struct Reply {
+struct Line {
     id: Option<u64>,
+    #[serde(default)]
+    done: bool,
+    #[serde(default)]
+    window: Option<(u64, u64)>,
+    #[serde(default)]
+    samples: Option<u64>,
     #[serde(default)]
     language: Option<String>,
     #[serde(default)]
-    windows: Vec<(f64, f64, Option<String>)>,
-    #[serde(default)]
-    words: Vec<Piece>,
+    words: Option<Vec<Piece>>,
     #[serde(default)]
     error: Option<String>,
+}
+
+/// Starts `cmd` from one thread that lives as long as the server. `PR_SET_PDEATHSIG` follows
+/// the thread that started a child, and a worker process outlives the job (and the thread) that
+/// started it: a process started by a job's short-lived window thread was killed with that thread
+/// at the end of the job, and the next job loaded the model again.
+fn spawn_from_a_lasting_thread(cmd: Command) -> std::io::Result<Child> {
+    type Request = (Command, mpsc::Sender<std::io::Result<Child>>);
+    static SPAWNER: std::sync::OnceLock<Option<Mutex<mpsc::Sender<Request>>>> =
+        std::sync::OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<Request>();
+        std::thread::Builder::new()
+            .name("whisper-spawn".into())
+            .spawn(move || {
+                for (mut cmd, reply) in rx {
+                    let _ = reply.send(cmd.spawn());
+                }
+            })
+            .ok()
+            .map(|_| Mutex::new(tx))
+    });
+    let Some(spawner) = spawner else {
+        return Err(std::io::Error::other("no thread to start workers from"));
+    };
+    let (tx, rx) = mpsc::channel();
+    spawner
+        .lock()
+        .map_err(|_| std::io::Error::other("the worker starter failed"))?
+        .send((cmd, tx))
+        .map_err(|_| std::io::Error::other("the worker starter ended"))?;
+    rx.recv()
+        .map_err(|_| std::io::Error::other("the worker starter ended"))?
 }
 
 /// A running worker process.
@@ -459,17 +991,16 @@ impl Worker {
             .env("HF_HUB_DISABLE_TELEMETRY", "1")
             .env("PYTHONUNBUFFERED", "1")
             .env("PYTHONDONTWRITEBYTECODE", "1");
-        let mut child = crate::child::ends_with_server(&mut cmd)
+        crate::child::ends_with_server(&mut cmd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| {
-                RecognizeError(format!(
-                    "could not start the whisper recognizer's Python runtime: {}",
-                    e.kind()
-                ))
-            })?;
+            .stderr(Stdio::piped());
+        let mut child = spawn_from_a_lasting_thread(cmd).map_err(|e| {
+            RecognizeError(format!(
+                "could not start the whisper recognizer's Python runtime: {}",
+                e.kind()
+            ))
+        })?;
         let stdin = child.stdin.take().ok_or_else(|| broken("no stdin"))?;
         let stdout = child.stdout.take().ok_or_else(|| broken("no stdout"))?;
         let stderr_pipe = child.stderr.take().ok_or_else(|| broken("no stderr"))?;
@@ -554,29 +1085,112 @@ impl Worker {
         }
     }
 
-    /// Sends one request and waits for its reply until `deadline`.
-    fn ask(&mut self, request: &str, id: u64, deadline: Instant) -> Result<Reply, String> {
+    /// Sends one request and hands every line of its answer to `each` until the last one
+    /// (`done`), an error or `deadline`.
+    fn ask(
+        &mut self,
+        request: &serde_json::Value,
+        id: u64,
+        deadline: Instant,
+        mut each: impl FnMut(Line) -> Result<(), AskError>,
+    ) -> Result<(), AskError> {
         let sent = self
             .stdin
-            .write_all(request.as_bytes())
+            .write_all(request.to_string().as_bytes())
             .and_then(|()| self.stdin.write_all(b"\n"))
             .and_then(|()| self.stdin.flush());
         if sent.is_err() {
-            return Err("the whisper recognizer's process is gone".to_string());
+            return Err(AskError::Broken(
+                "the whisper recognizer's process is gone".to_string(),
+            ));
         }
         let started = Instant::now();
         loop {
             let line = self.next_line(deadline).map_err(|e| {
-                format!(
+                AskError::Broken(format!(
                     "the whisper recognizer failed after {} s: {e}",
                     started.elapsed().as_secs()
-                )
+                ))
             })?;
-            match serde_json::from_str::<Reply>(&line) {
-                Ok(reply) if reply.id == Some(id) => return Ok(reply),
+            match serde_json::from_str::<Line>(&line) {
+                Ok(line) if line.id == Some(id) => {
+                    if let Some(error) = line.error {
+                        return Err(AskError::Reply(error));
+                    }
+                    let done = line.done;
+                    each(line)?;
+                    if done {
+                        return Ok(());
+                    }
+                }
                 _ => continue,
             }
         }
+    }
+
+    /// The speech windows of `wav` (samples), in order, and its length in samples.
+    fn windows(
+        &mut self,
+        wav: &Path,
+        id: u64,
+        deadline: Instant,
+    ) -> Result<(Vec<(u64, u64)>, u64), AskError> {
+        let request = serde_json::json!({"id": id, "op": "windows", "wav": wav});
+        let (mut windows, mut samples) = (Vec::new(), 0);
+        self.ask(&request, id, deadline, |line| {
+            if let Some((s, e)) = line.window {
+                windows.push((s, e.max(s)));
+            }
+            if let Some(n) = line.samples {
+                samples = n;
+            }
+            Ok(())
+        })?;
+        Ok((windows, samples))
+    }
+
+    /// The language of the first windows (Whisper's code).
+    fn detect(
+        &mut self,
+        wav: &Path,
+        windows: &[(u64, u64)],
+        id: u64,
+        deadline: Instant,
+    ) -> Result<Option<String>, AskError> {
+        let request = serde_json::json!({"id": id, "op": "detect", "wav": wav, "windows": windows});
+        let mut language = None;
+        self.ask(&request, id, deadline, |line| {
+            language = line.language;
+            Ok(())
+        })?;
+        Ok(language)
+    }
+
+    /// One window's pieces and language.
+    fn decode(
+        &mut self,
+        wav: &Path,
+        (start, end): (u64, u64),
+        language: Option<&str>,
+        prompt: Option<&str>,
+        id: u64,
+        deadline: Instant,
+    ) -> Result<Decoded, AskError> {
+        let request = serde_json::json!({
+            "id": id, "op": "decode", "wav": wav, "start": start, "end": end,
+            "language": language, "prompt": prompt,
+        });
+        let mut decoded = None;
+        self.ask(&request, id, deadline, |line| {
+            if line.done {
+                decoded = Some(Decoded {
+                    language: line.language,
+                    words: line.words.unwrap_or_default(),
+                });
+            }
+            Ok(())
+        })?;
+        decoded.ok_or_else(|| AskError::Broken("the whisper recognizer gave no answer".into()))
     }
 }
 
@@ -606,7 +1220,6 @@ mod tests {
             text: text.to_string(),
             start,
             end,
-            window: 0,
         }
     }
 
@@ -726,18 +1339,12 @@ mod tests {
 
     #[test]
     fn the_dominant_language_holds_the_most_speech() {
-        let reply = Reply {
-            id: Some(1),
-            language: None,
-            windows: vec![
-                (0.0, 10.0, Some("nl".into())),
-                (10.0, 14.0, Some("en".into())),
-                (14.0, 22.0, Some("en".into())),
-            ],
-            words: vec![],
-            error: None,
-        };
-        assert_eq!(dominant_language(&reply).as_deref(), Some("en"));
+        let spans = vec![
+            (0.0, 10.0, Some("nl".into())),
+            (10.0, 14.0, Some("en".into())),
+            (14.0, 22.0, Some("en".into())),
+        ];
+        assert_eq!(dominant_language(&spans).as_deref(), Some("en"));
     }
 
     #[test]

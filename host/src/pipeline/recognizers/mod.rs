@@ -42,6 +42,25 @@ impl std::fmt::Display for RecognizeError {
 
 impl std::error::Error for RecognizeError {}
 
+/// How far a recognition has come: handed to the pipeline, which keeps it for the people waiting.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Progress {
+    /// The share of the recording recognised, 0 to 1: up to the end of the last window done in
+    /// order (silence between windows counts as done once passed).
+    pub share: f64,
+    /// The time left, from the decoding time of the speech done so far and the speech left;
+    /// `None` until a window is done.
+    pub seconds_left: Option<f64>,
+}
+
+impl Progress {
+    /// Finished.
+    pub const DONE: Progress = Progress {
+        share: 1.0,
+        seconds_left: Some(0.0),
+    };
+}
+
 /// A speech recognizer. Blocking: the pipeline calls it from a worker thread.
 pub trait Recognizer: Send + Sync {
     /// The spec it was built from, for logs.
@@ -55,6 +74,20 @@ pub trait Recognizer: Send + Sync {
         language: &str,
         hints: &[String],
     ) -> Result<Recognition, RecognizeError>;
+
+    /// [`Recognizer::recognize`], telling `report` how far it has come as it goes (whisper does,
+    /// window by window; the others only finish).
+    fn recognize_reporting(
+        &self,
+        wav: &Path,
+        language: &str,
+        hints: &[String],
+        report: &dyn Fn(Progress),
+    ) -> Result<Recognition, RecognizeError> {
+        let recognition = self.recognize(wav, language, hints)?;
+        report(Progress::DONE);
+        Ok(recognition)
+    }
 }
 
 /// Builds a recognizer from its command-line spec with the default whisper options.

@@ -222,6 +222,13 @@ pub const MAIN: &[&str] = &[
     ALTER TABLE transcripts DROP COLUMN words;",
     // 4: the project's lead-in in frames (the SQLite store's migration 7).
     "ALTER TABLE jobs ADD COLUMN lead_in_frames BIGINT NOT NULL DEFAULT 0;",
+    // 5: how far a running job's recognition has come (the SQLite store's migration 8).
+    "CREATE TABLE job_progress (
+        job_id TEXT PRIMARY KEY REFERENCES jobs(id) ON DELETE CASCADE,
+        share DOUBLE PRECISION NOT NULL,
+        seconds_left DOUBLE PRECISION,
+        at BIGINT NOT NULL
+    );",
 ];
 
 /// Migrations of the ledger's schema `billing`, in order.

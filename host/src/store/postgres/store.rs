@@ -14,9 +14,9 @@ use super::error::from_pg;
 use super::pool::Conn;
 use super::{ledger, pages, queue, PostgresStore};
 use crate::store::{
-    is_token, new_token, Caller, CleanSource, Cursor, Formatted, JobRow, KeyClaim, Member,
-    MigrationState, NewJob, NewOrgOwner, ProjectQuery, ProjectRow, Recognized, RevisionRow, Saved,
-    Session, Sort, Store, StoreError, StoreResult, StoredWords, Task, TranscriptInfo,
+    is_token, new_token, Caller, CleanSource, Cursor, Formatted, JobProgress, JobRow, KeyClaim,
+    Member, MigrationState, NewJob, NewOrgOwner, ProjectQuery, ProjectRow, Recognized, RevisionRow,
+    Saved, Session, Sort, Store, StoreError, StoreResult, StoredWords, Task, TranscriptInfo,
     TranscriptRow, Wake, WordsEdit, IDEMPOTENCY_ABANDONED_MS, IDEMPOTENCY_TTL_MS,
     LOGIN_LINK_TTL_MS, SESSION_TTL_MS,
 };
@@ -1421,6 +1421,42 @@ impl Store for PostgresStore {
                 &[&settings, &now, &job_id],
             )
             .map(|_| ())
+        })
+    }
+
+    fn set_progress(&self, job_id: &str, p: &JobProgress) -> StoreResult<()> {
+        self.main(|c| {
+            execute(
+                c,
+                "INSERT INTO job_progress (job_id, share, seconds_left, at) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (job_id) DO UPDATE SET share = $2, seconds_left = $3, at = $4",
+                &[&job_id, &p.share, &p.seconds_left, &p.at],
+            )
+            .map(|_| ())
+        })
+    }
+
+    fn progress(&self, job_ids: &[String]) -> StoreResult<Vec<(String, JobProgress)>> {
+        self.main(|c| {
+            let mut out = Vec::new();
+            for id in job_ids.iter().take(200) {
+                let row = query_opt(
+                    c,
+                    "SELECT share, seconds_left, at FROM job_progress WHERE job_id = $1",
+                    &[id],
+                )?;
+                if let Some(r) = row {
+                    out.push((
+                        id.clone(),
+                        JobProgress {
+                            share: r.get(0),
+                            seconds_left: r.get(1),
+                            at: r.get(2),
+                        },
+                    ));
+                }
+            }
+            Ok(out)
         })
     }
 

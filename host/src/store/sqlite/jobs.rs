@@ -5,7 +5,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::pages;
 use crate::store::pages::Geometry;
 use crate::store::{
-    Caller, CleanSource, Formatted, JobRow, NewJob, Recognized, Task, TranscriptRow,
+    Caller, CleanSource, Formatted, JobProgress, JobRow, NewJob, Recognized, Task, TranscriptRow,
 };
 
 const JOB_COLUMNS: &str = "id, org_id, name, filename, content_type, size_bytes, declared_seconds,
@@ -389,4 +389,39 @@ pub fn release_task(
     )?
     .execute(params![not_before, seq, worker])?;
     Ok(())
+}
+
+/// Replaces a job's progress row.
+pub fn set_progress(c: &Connection, job_id: &str, p: &JobProgress) -> rusqlite::Result<()> {
+    c.execute(
+        "INSERT INTO job_progress (job_id, share, seconds_left, at) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (job_id) DO UPDATE SET share = ?2, seconds_left = ?3, at = ?4",
+        params![job_id, p.share, p.seconds_left, p.at],
+    )?;
+    Ok(())
+}
+
+/// The progress rows of `job_ids` (200 at most).
+pub fn progress(
+    c: &Connection,
+    job_ids: &[String],
+) -> rusqlite::Result<Vec<(String, JobProgress)>> {
+    let mut stmt =
+        c.prepare_cached("SELECT share, seconds_left, at FROM job_progress WHERE job_id = ?1")?;
+    let mut out = Vec::new();
+    for id in job_ids.iter().take(200) {
+        let row = stmt
+            .query_row(params![id], |r| {
+                Ok(JobProgress {
+                    share: r.get(0)?,
+                    seconds_left: r.get(1)?,
+                    at: r.get(2)?,
+                })
+            })
+            .optional()?;
+        if let Some(p) = row {
+            out.push((id.clone(), p));
+        }
+    }
+    Ok(out)
 }

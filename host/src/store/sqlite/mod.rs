@@ -21,9 +21,10 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
 use crate::store::pages::Geometry;
 use crate::store::{
-    Caller, CleanSource, Formatted, JobRow, KeyClaim, LocalWake, Member, MigrationState, NewJob,
-    NewOrgOwner, ProjectQuery, ProjectRow, Recognized, RevisionRow, Saved, Session, Store,
-    StoreError, StoreResult, StoredWords, Task, TranscriptInfo, TranscriptRow, Wake, WordsEdit,
+    Caller, CleanSource, Formatted, JobProgress, JobRow, KeyClaim, LocalWake, Member,
+    MigrationState, NewJob, NewOrgOwner, ProjectQuery, ProjectRow, Recognized, RevisionRow, Saved,
+    Session, Store, StoreError, StoreResult, StoredWords, Task, TranscriptInfo, TranscriptRow,
+    Wake, WordsEdit,
 };
 
 /// File name of the main database inside the data directory.
@@ -203,6 +204,14 @@ pub(crate) const MAIN_MIGRATIONS: &[&str] = &[
     // 7: the project's lead-in in frames (`inCueLeadInFrames`), set in the editor's settings and
     // applied by the editor's downloads only; 0 (none) for every job until a member sets it.
     "ALTER TABLE jobs ADD COLUMN lead_in_frames INTEGER NOT NULL DEFAULT 0;",
+    // 8: how far a running job's recognition has come (`Store::set_progress`): one row per job,
+    // replaced every few seconds while it recognises.
+    "CREATE TABLE job_progress (
+        job_id TEXT PRIMARY KEY REFERENCES jobs(id) ON DELETE CASCADE,
+        share REAL NOT NULL,
+        seconds_left REAL,
+        at INTEGER NOT NULL
+    );",
 ];
 
 /// Steps of migrations that SQL alone cannot take, run after that version's SQL in its
@@ -902,6 +911,14 @@ impl Store for SqliteStore {
 
     fn set_job_lead_in(&self, job_id: &str, frames: u32, now: i64) -> StoreResult<()> {
         self.main(|c| web::set_job_lead_in(c, job_id, frames, now))
+    }
+
+    fn set_progress(&self, job_id: &str, p: &JobProgress) -> StoreResult<()> {
+        self.main(|c| jobs::set_progress(c, job_id, p))
+    }
+
+    fn progress(&self, job_ids: &[String]) -> StoreResult<Vec<(String, JobProgress)>> {
+        self.main(|c| jobs::progress(c, job_ids))
     }
 
     fn add_translation(

@@ -7,6 +7,14 @@ function running() {
   );
 }
 
+// "42% · about 3 min left": the share of the recording recognised and the time left.
+function progressText({ share, secondsLeft }) {
+  const percent = `${Math.floor(share * 100)}%`;
+  if (secondsLeft == null) return percent;
+  const left = secondsLeft < 60 ? "under a minute" : `about ${Math.round(secondsLeft / 60)} min`;
+  return `${percent} · ${left} left`;
+}
+
 async function refresh() {
   const rows = running();
   if (rows.length === 0) return;
@@ -20,7 +28,7 @@ async function refresh() {
         const badge = tr?.querySelector("[data-status]");
         if (!badge) continue;
         badge.dataset.status = job.status;
-        badge.textContent = job.status;
+        badge.textContent = job.progress ? `${job.status} ${progressText(job.progress)}` : job.status;
         badge.className = `status status-${job.status}`;
         const upd = tr.querySelector(".updated");
         if (upd) upd.textContent = job.updated;
