@@ -1,6 +1,7 @@
 //! The `whisper` recognizer against the real runtime and model that scripts/setup installs
 //! (faster-whisper in .venv, Whisper base in .models/whisper-base): flite and espeak-ng speech,
-//! silence, a file longer than one 30 s window, and a worker that dies (a stand-in interpreter).
+//! silence, a file longer than one 30 s window; and, with a stand-in interpreter that speaks the
+//! worker protocol, workers that die, hang or cannot start.
 
 mod speech;
 
@@ -162,18 +163,58 @@ fn an_unknown_language_fails_before_any_work() {
     assert_eq!(err.0, "the whisper recognizer does not know language tlh");
 }
 
-/// A stand-in interpreter: it says it is ready, then ends without answering (a crash mid-job), or
-/// never answers (a hang). Each start is counted in `starts`.
-fn stand_in(dir: &Path, behaviour: &str) -> PathBuf {
+/// A stand-in interpreter that speaks the worker protocol of whisper_worker.py (see its header):
+/// each start is counted in `starts` (the start's number is `$n` in the snippets) and each request
+/// kept in `requests`. `on_start` runs before it says it is ready; `windows` answers a `windows`
+/// request and `decode` a `decode` request (the request's id is `$id`, the window's first sample
+/// `$start`). Any other request is answered with an error.
+fn protocol_stand_in(dir: &Path, on_start: &str, windows: &str, decode: &str) -> PathBuf {
     let path = dir.join("python3");
     let script = format!(
-        "#!/bin/sh\necho started >> '{}'\necho '{{\"ready\": true}}'\nread line\n{behaviour}\n",
-        dir.join("starts").display()
+        r#"#!/bin/sh
+echo started >> '{starts}'
+n=$(wc -l < '{starts}')
+{on_start}
+echo '{{"ready": true}}'
+while read -r line; do
+  printf '%s\n' "$line" >> '{requests}'
+  id=$(printf '%s' "$line" | sed 's/.*"id":\([0-9]*\).*/\1/')
+  case "$line" in
+    *'"op":"windows"'*)
+      {windows}
+      ;;
+    *'"op":"decode"'*)
+      start=$(printf '%s' "$line" | sed 's/.*"start":\([0-9]*\).*/\1/')
+      {decode}
+      ;;
+    *) echo "{{\"id\": $id, \"error\": \"unexpected request\"}}" ;;
+  esac
+done
+"#,
+        starts = dir.join("starts").display(),
+        requests = dir.join("requests").display(),
     );
     std::fs::write(&path, script).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path
 }
+
+/// A `windows` answer: these speech windows (samples), then the file's length.
+fn answer_windows(windows: &[(u64, u64)], samples: u64) -> String {
+    let mut sh = String::new();
+    for (s, e) in windows {
+        sh.push_str(&format!(
+            "echo \"{{\\\"id\\\": $id, \\\"window\\\": [{s}, {e}]}}\"\n"
+        ));
+    }
+    sh.push_str(&format!(
+        "echo \"{{\\\"id\\\": $id, \\\"done\\\": true, \\\"samples\\\": {samples}}}\""
+    ));
+    sh
+}
+
+/// A `decode` answer of one word piece per window: " w<first sample>", one second long.
+const ANSWER_ONE_WORD: &str = r#"echo "{\"id\": $id, \"done\": true, \"language\": \"en\", \"words\": [{\"w\": \" w$start\", \"s\": $((start / 16000)), \"e\": $((start / 16000 + 1))}]}""#;
 
 fn starts(dir: &Path) -> usize {
     std::fs::read_to_string(dir.join("starts"))
@@ -182,30 +223,101 @@ fn starts(dir: &Path) -> usize {
         .count()
 }
 
-#[test]
-fn a_worker_that_dies_fails_its_job_and_is_replaced() {
-    let dir = tempfile::tempdir().unwrap();
-    let wav = dir.path().join("secret-server-path.wav");
+fn requests(dir: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join("requests"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn fake_wav(dir: &Path, name: &str) -> PathBuf {
+    let wav = dir.join(name);
     std::fs::write(&wav, b"RIFF").unwrap();
+    wav
+}
+
+#[test]
+fn a_worker_that_keeps_dying_fails_its_job_after_three_processes_not_in_a_loop() {
+    // Every process ends at its first request (a crash on this audio): the question is asked of
+    // a fresh process three times in all (docs/decisions/pipeline.md, "three tries"), then the
+    // job fails with a message that does not show the server's path.
+    let dir = tempfile::tempdir().unwrap();
+    let wav = fake_wav(dir.path(), "secret-server-path.wav");
     let opts = WhisperOptions {
-        python: stand_in(dir.path(), "exit 3"),
+        python: protocol_stand_in(dir.path(), "", "exit 3", "exit 3"),
         ..WhisperOptions::default()
     };
     let recognizer = WhisperRecognizer::new(opts);
     let err = recognizer.recognize(&wav, "en", &[]).unwrap_err();
     assert!(err.0.contains("process ended"), "{err}");
     assert!(!err.0.contains("secret-server-path"), "{err}");
+    assert_eq!(starts(dir.path()), 3);
+    // The dead processes are not kept: the next job starts its own, with the same bound.
     recognizer.recognize(&wav, "en", &[]).unwrap_err();
+    assert_eq!(starts(dir.path()), 6);
+    assert_eq!(recognizer.workers_started(), 6);
+}
+
+#[test]
+fn a_worker_killed_mid_window_is_replaced_once_and_its_window_decoded_again() {
+    // The first process ends while decoding the second of three windows (a kill -9): one fresh
+    // process takes its place and decodes that window again; no word is lost or doubled.
+    let dir = tempfile::tempdir().unwrap();
+    let wav = fake_wav(dir.path(), "a.wav");
+    let windows = [(0, 32_000), (48_000, 80_000), (96_000, 128_000)];
+    let decode = format!(
+        "if [ \"$n\" -eq 1 ] && [ \"$start\" -eq 48000 ]; then exit 9; fi\n{ANSWER_ONE_WORD}"
+    );
+    let opts = WhisperOptions {
+        python: protocol_stand_in(dir.path(), "", &answer_windows(&windows, 160_000), &decode),
+        ..WhisperOptions::default()
+    };
+    let recognizer = WhisperRecognizer::new(opts);
+    let heard = recognizer.recognize(&wav, "en", &[]).unwrap();
+    assert_eq!(speech::transcript(&heard.words), "w0 w48000 w96000");
+    assert_eq!(starts(dir.path()), 2);
+    let decoded: Vec<u64> = requests(dir.path())
+        .iter()
+        .filter(|r| r["op"] == "decode")
+        .map(|r| r["start"].as_u64().unwrap())
+        .collect();
+    assert_eq!(decoded, [0, 48_000, 48_000, 96_000]);
+    // The replacement stays in the pool: the next job loads no model.
+    recognizer.recognize(&wav, "en", &[]).unwrap();
+    assert_eq!(starts(dir.path()), 2);
+}
+
+#[test]
+fn a_process_that_cannot_start_is_not_started_again_and_again_for_a_lone_job() {
+    // Two processes allowed: the lone job borrows a second one for its windows, but every
+    // process after the first fails to start (its model cannot load). The job is decoded on its
+    // own process, and the failed start is not retried for every window.
+    let dir = tempfile::tempdir().unwrap();
+    let wav = fake_wav(dir.path(), "a.wav");
+    let windows: Vec<(u64, u64)> = (0..6).map(|k| (k * 48_000, k * 48_000 + 32_000)).collect();
+    let opts = WhisperOptions {
+        python: protocol_stand_in(
+            dir.path(),
+            "if [ \"$n\" -gt 1 ]; then echo '{\"fatal\": \"no memory\"}'; exit 1; fi",
+            &answer_windows(&windows, 300_000),
+            &format!("sleep 0.3\n{ANSWER_ONE_WORD}"),
+        ),
+        processes: 2,
+        ..WhisperOptions::default()
+    };
+    let recognizer = WhisperRecognizer::new(opts);
+    let heard = recognizer.recognize(&wav, "en", &[]).unwrap();
+    assert_eq!(heard.words.len(), 6);
     assert_eq!(starts(dir.path()), 2);
 }
 
 #[test]
 fn a_worker_that_hangs_is_stopped_at_the_time_limit() {
     let dir = tempfile::tempdir().unwrap();
-    let wav = dir.path().join("a.wav");
-    std::fs::write(&wav, b"RIFF").unwrap();
+    let wav = fake_wav(dir.path(), "a.wav");
     let opts = WhisperOptions {
-        python: stand_in(dir.path(), "exec sleep 600"),
+        python: protocol_stand_in(dir.path(), "", "exec sleep 600", "exec sleep 600"),
         ..WhisperOptions::default()
     };
     let recognizer = WhisperRecognizer::new(opts).with_time_limit(TimeLimit {
@@ -220,31 +332,33 @@ fn a_worker_that_hangs_is_stopped_at_the_time_limit() {
 
 #[test]
 fn the_worker_protocol_carries_the_vocabulary_prompt_and_whisper_pieces_become_words() {
-    // A stand-in worker that records the request and answers as whisper_worker.py does.
+    // A stand-in worker that answers as whisper_worker.py does: two speech windows, then each
+    // window's pieces (times in seconds of the whole file), with a line of noise before each
+    // answer. The second window's first piece has no leading space: it still starts a word.
     let dir = tempfile::tempdir().unwrap();
-    let request = dir.path().join("request.json");
-    // The second window's first piece has no leading space: it still starts a word.
-    let reply = r#"{"id": ID, "language": "en", "windows": [[0.0, 3.0, "en"], [3.0, 6.0, "en"]],
-        "words": [
-        {"w": " At", "s": 0.1, "e": 0.3, "p": 0.9, "k": 0}, {"w": " o", "s": 0.3, "e": 0.4, "k": 0},
-        {"w": "'clock,", "s": 0.4, "e": 0.8, "k": 0}, {"w": " Cuecraft", "s": 1.0, "e": 1.5, "k": 0},
-        {"w": " sold", "s": 1.5, "e": 1.8, "k": 0}, {"w": " 2", "s": 1.9, "e": 2.1, "k": 0},
-        {"w": ",000.", "s": 2.1, "e": 2.6, "k": 0}, {"w": "Next", "s": 3.1, "e": 3.4, "k": 1}]}"#
-        .replace('\n', " ");
-    let reply_file = dir.path().join("reply.json");
-    std::fs::write(&reply_file, reply + "\n").unwrap();
-    let script = format!(
-        "#!/bin/sh\necho '{{\"ready\": true}}'\nread line\nprintf '%s\\n' \"$line\" > '{}'\n\
-         id=$(printf '%s' \"$line\" | sed 's/.*\"id\": *\\([0-9]*\\).*/\\1/')\n\
-         echo 'noise that is not JSON'\nsed \"s/ID/$id/\" '{}'\nread line\n",
-        request.display(),
-        reply_file.display()
+    let first = r#"[{"w": " At", "s": 0.1, "e": 0.3, "p": 0.9}, {"w": " o", "s": 0.3, "e": 0.4},
+        {"w": "'clock,", "s": 0.4, "e": 0.8}, {"w": " Cuecraft", "s": 1.0, "e": 1.5},
+        {"w": " sold", "s": 1.5, "e": 1.8}, {"w": " 2", "s": 1.9, "e": 2.1},
+        {"w": ",000.", "s": 2.1, "e": 2.6}]"#;
+    let second = r#"[{"w": "Next", "s": 3.1, "e": 3.4}]"#;
+    for (name, pieces) in [("0.json", first), ("48000.json", second)] {
+        let line = format!(r#"{{"id": ID, "done": true, "language": "en", "words": {pieces}}}"#);
+        std::fs::write(dir.path().join(name), line.replace('\n', " ") + "\n").unwrap();
+    }
+    let decode = format!(
+        "echo 'noise that is not JSON'\nsed \"s/ID/$id/\" '{}'/$start.json",
+        dir.path().display()
     );
-    let python = dir.path().join("python3");
-    std::fs::write(&python, script).unwrap();
-    std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let wav = dir.path().join("a.wav");
-    std::fs::write(&wav, b"RIFF").unwrap();
+    let python = protocol_stand_in(
+        dir.path(),
+        "",
+        &format!(
+            "echo 'noise that is not JSON'\n{}",
+            answer_windows(&[(0, 48_000), (48_000, 96_000)], 96_000)
+        ),
+        &decode,
+    );
+    let wav = fake_wav(dir.path(), "a.wav");
     let recognizer = WhisperRecognizer::new(WhisperOptions {
         python,
         ..WhisperOptions::default()
@@ -257,9 +371,20 @@ fn the_worker_protocol_carries_the_vocabulary_prompt_and_whisper_pieces_become_w
     );
     assert_eq!(heard.language, "en-GB");
     assert_eq!((heard.words[1].start, heard.words[1].end), (0.3, 0.8));
-    let sent: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&request).unwrap()).unwrap();
-    assert_eq!(sent["language"], "en");
-    assert_eq!(sent["prompt"], "Glossary: Cuecraft, EBU-STL.");
-    assert_eq!(sent["wav"], wav.to_str().unwrap());
+    // The windows are found in the file, then each is decoded in the job's language with the
+    // vocabulary as Whisper's prompt.
+    let sent = requests(dir.path());
+    assert_eq!(sent.len(), 3, "{sent:?}");
+    assert_eq!(sent[0]["op"], "windows");
+    assert_eq!(sent[0]["wav"], wav.to_str().unwrap());
+    for (request, (start, end)) in sent[1..].iter().zip([(0, 48_000), (48_000, 96_000)]) {
+        assert_eq!(request["op"], "decode");
+        assert_eq!(
+            (request["start"].as_u64(), request["end"].as_u64()),
+            (Some(start), Some(end))
+        );
+        assert_eq!(request["language"], "en");
+        assert_eq!(request["prompt"], "Glossary: Cuecraft, EBU-STL.");
+        assert_eq!(request["wav"], wav.to_str().unwrap());
+    }
 }

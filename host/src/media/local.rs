@@ -166,6 +166,13 @@ impl MediaStore for LocalDirectory {
         Ok(LocalFile::stored(path))
     }
 
+    fn delete(&self, job_id: &str, object: Object) -> io::Result<()> {
+        match std::fs::remove_file(self.path(job_id, object)?) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    }
+
     fn delete_job(&self, job_id: &str) -> io::Result<()> {
         for object in Object::ALL {
             match std::fs::remove_file(self.path(job_id, object)?) {

@@ -97,6 +97,9 @@ pub trait MediaStore: fmt::Debug + Send + Sync {
     /// error.
     fn delete_job(&self, job_id: &str) -> io::Result<()>;
 
+    /// Removes one object of the job. Removing what is not there is not an error.
+    fn delete(&self, job_id: &str, object: Object) -> io::Result<()>;
+
     /// A presigned URL the client PUTs the original to directly, with `content_type` and
     /// `size_bytes` signed into it and valid until `expires_unix` (seconds); `None` when the media
     /// arrive through the service's own `PUT /upload/{id}` (a local directory).
@@ -245,6 +248,23 @@ impl Drop for LocalFile {
             let _ = std::fs::remove_file(&self.path);
         }
     }
+}
+
+/// The objects [`make_editor_media`] makes.
+pub const EDITOR_MEDIA: [Object; 4] = [
+    Object::VideoProxy,
+    Object::AudioProxy,
+    Object::Peaks,
+    Object::PeakLevels,
+];
+
+/// Removes the editor's media of a job ([`EDITOR_MEDIA`]), leaving the original: a failed job's
+/// proxy and peaks, made beside its recognition, are of no use to anyone.
+pub fn remove_editor_media(store: &dyn MediaStore, job_id: &str) -> io::Result<()> {
+    for object in EDITOR_MEDIA {
+        store.delete(job_id, object)?;
+    }
+    Ok(())
 }
 
 /// Makes the editor's media of a job: a browser-playable proxy ([`make_proxy`]: picture and

@@ -300,6 +300,17 @@ impl MediaStore for S3Bucket {
         Ok(local)
     }
 
+    fn delete(&self, job_id: &str, object: Object) -> io::Result<()> {
+        let key = self.key(job_id, object)?;
+        let client = self.client.clone();
+        self.wait(async move {
+            match client.delete(&key).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+                Err(e) => Err(e),
+            }
+        })
+    }
+
     fn delete_job(&self, job_id: &str) -> io::Result<()> {
         let prefix = self.job_prefix(job_id)?;
         let client = self.client.clone();

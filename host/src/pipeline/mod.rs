@@ -703,7 +703,14 @@ impl Pipeline {
         let why = crate::redact::message(why);
         self.store
             .fail_job(&job.id, &why, task.seq, now_ms())
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        // The editor's proxy and peaks, made beside recognition, are of no use for a failed job:
+        // it keeps only its original, as a job failed before them did. A store that cannot
+        // remove them now costs a log line (and their bytes), never the failure.
+        if let Err(e) = crate::media::remove_editor_media(self.media.as_ref(), &job.id) {
+            tracing::warn!(job = %job.id, "could not remove a failed job's editor media: {e}");
+        }
+        Ok(())
     }
 }
 

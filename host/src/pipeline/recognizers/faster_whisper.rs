@@ -417,6 +417,9 @@ struct Board {
     queue: VecDeque<Item>,
     stop: bool,
     runners: usize,
+    /// A process could not be started for this job: it borrows no more (each try would load
+    /// the model again, for every window).
+    no_start: bool,
 }
 
 /// The pieces' sentence ends.
@@ -469,6 +472,7 @@ impl WhisperRecognizer {
                 .collect(),
             stop: false,
             runners: 0,
+            no_start: false,
         });
         let changed = Condvar::new();
         let (tx, rx) = mpsc::channel::<(Item, Result<Decoded, AskError>)>();
@@ -505,7 +509,7 @@ impl WhisperRecognizer {
                 // Borrow a process while more windows wait than processes decode them.
                 {
                     let b = board.lock().unwrap_or_else(|p| p.into_inner());
-                    let more = b.queue.len() > b.runners;
+                    let more = b.queue.len() > b.runners && !b.no_start;
                     drop(b);
                     if more {
                         if let Some(lent) = self.pool.lend() {
@@ -618,9 +622,16 @@ impl WhisperRecognizer {
         changed: &Condvar,
         tx: &mpsc::Sender<(Item, Result<Decoded, AskError>)>,
     ) -> Option<Worker> {
+        let cannot_start = || board.lock().unwrap_or_else(|p| p.into_inner()).no_start = true;
         let mut worker = match worker {
             Some(w) => w,
-            None => self.start().ok()?,
+            None => match self.start() {
+                Ok(w) => w,
+                Err(_) => {
+                    cannot_start();
+                    return None;
+                }
+            },
         };
         loop {
             let item = {
@@ -676,6 +687,7 @@ impl WhisperRecognizer {
                         Ok(w) => worker = w,
                         Err(_) => {
                             self.pool.forget();
+                            cannot_start();
                             return None;
                         }
                     }
