@@ -24,6 +24,7 @@
 //! whole lease again, so no other worker can claim the row while the write runs.
 
 pub mod recognizers;
+pub mod speakers;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -497,6 +498,20 @@ impl Pipeline {
                             &|p| self.progress(&job.id, p, &last),
                         )
                         .map_err(|e| StepError::Fail(e.to_string()))
+                })
+                // Speakers for a recognizer that gives none, from the WAV before it goes: a
+                // failure keeps speaker 0 on every word and never fails the job.
+                .map(|mut recognition| {
+                    if recognition.words.iter().all(|w| w.speaker == 0) {
+                        match speakers::label(&wav, &media, &mut recognition.words) {
+                            Ok(found) => tracing::info!(job = %job.id, speakers = found.speakers, mode = ?found.mode, "speakers"),
+                            Err(e) => {
+                                recognition.words.iter_mut().for_each(|w| w.speaker = 0);
+                                tracing::warn!(job = %job.id, "speakers not found, all words are speaker 0: {e}");
+                            }
+                        }
+                    }
+                    recognition
                 });
             let _ = std::fs::remove_file(&wav);
             if beside.join().is_err() {

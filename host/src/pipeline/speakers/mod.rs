@@ -1,0 +1,428 @@
+//! Speaker diarization: who speaks each recognised word, for recognizers whose words carry no
+//! speakers (Whisper, pocketsphinx). Weight-free and in Rust (the reasons are in
+//! docs/decisions/pipeline.md):
+//!
+//! - **Channel mode.** Stereo media whose two channels carry different people (one microphone
+//!   per side) is labelled per word by which channel is louder over the word. It is chosen when
+//!   most words are clearly louder on one side (6 dB) and both sides have words of their own.
+//! - **Otherwise, by voice.** MFCC statistics per word ([`features`], streamed from the 16 kHz
+//!   WAV the pipeline already extracted: memory grows with the words, never with the length);
+//!   segments between change points (a pause of 0.25 s, a sentence end, and every 3 s inside long
+//!   turns); agglomerative clustering with a length-normalised stopping rule and 1 to 8
+//!   speakers ([`cluster`]); a Viterbi pass over the words that lets a speaker change cheaply at
+//!   a pause or sentence end and dearly inside a sentence, so a one-word backchannel keeps its
+//!   speaker and a stray word does not become a phantom one.
+//!
+//! Speakers are numbered 0, 1, 2… in order of first appearance. The caller keeps speaker 0 on
+//! every word when this fails (and logs it).
+
+mod cluster;
+pub use cluster::Tuning;
+mod features;
+mod stats;
+
+use std::io::{BufReader, Read};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use cuecraft_engine::RawWord;
+
+use cluster::{Renumber, Token};
+use features::Span;
+use stats::{Gaussian, Stats};
+
+/// How the speakers were found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Nothing to label (no words).
+    None,
+    /// By which stereo channel is louder.
+    Channel,
+    /// By voice.
+    Voice,
+}
+
+/// What [`label`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    /// Speakers found (0 without words).
+    pub speakers: usize,
+    /// How.
+    pub mode: Mode,
+}
+
+/// A pause at least this long (seconds) before a word is a change point.
+const PAUSE: f64 = 0.25;
+/// A segment is cut before a word that would make it longer than this (seconds).
+const MAX_SEGMENT: f64 = 3.0;
+/// Channel mode: a word belongs clearly to one side when that side is this much louder (dB).
+const CHANNEL_DB: f64 = 6.0;
+/// Channel mode: the share of words that must belong clearly to one side.
+const CHANNEL_CLEAR: f64 = 0.8;
+
+/// Sets the speaker of every word of `words` from the audio: `wav` is the pipeline's 16 kHz mono
+/// WAV of `media` (the original upload, read again only for its channels when it is stereo).
+pub fn label(wav: &Path, media: &Path, words: &mut [RawWord]) -> Result<Outcome, String> {
+    label_with(wav, media, words, &Tuning::default())
+}
+
+/// [`label`] with other constants (for tuning on the corpus: host/examples/diarize.rs).
+pub fn label_with(
+    wav: &Path,
+    media: &Path,
+    words: &mut [RawWord],
+    t: &Tuning,
+) -> Result<Outcome, String> {
+    if words.is_empty() {
+        return Ok(Outcome {
+            speakers: 0,
+            mode: Mode::None,
+        });
+    }
+    let spans: Vec<Span> = words
+        .iter()
+        .map(|w| features::span(w.start, w.end))
+        .collect();
+    if audio_channels(media) == Some(2) {
+        match by_channel(media, &spans) {
+            Ok(Some(labels)) => return Ok(apply(words, labels, Mode::Channel)),
+            Ok(None) => {}
+            Err(e) => tracing::warn!("channel mode unavailable, labelling by voice: {e}"),
+        }
+    }
+    let file = std::fs::File::open(wav).map_err(|e| format!("opening the WAV: {e}"))?;
+    let mut r = BufReader::with_capacity(1 << 16, file);
+    let (channels, bytes) = features::wav_header(&mut r).map_err(|e| format!("the WAV: {e}"))?;
+    if channels != 1 {
+        return Err(format!("the WAV has {channels} channels, not 1"));
+    }
+    let stats =
+        features::word_stats(&mut r, bytes, &spans).map_err(|e| format!("reading the WAV: {e}"))?;
+    let boundaries = boundaries(words);
+    let labels = by_voice(&stats, &boundaries, t);
+    Ok(apply(words, labels, Mode::Voice))
+}
+
+fn apply(words: &mut [RawWord], labels: Vec<usize>, mode: Mode) -> Outcome {
+    let labels = labels.renumbered();
+    let speakers = labels.iter().max().map_or(0, |m| m + 1);
+    for (w, l) in words.iter_mut().zip(labels) {
+        w.speaker = l as u32;
+    }
+    Outcome { speakers, mode }
+}
+
+/// Whether a change point comes before each word: a pause of [`PAUSE`] or a sentence end.
+fn boundaries(words: &[RawWord]) -> Vec<bool> {
+    (0..words.len())
+        .map(|i| {
+            i > 0 && {
+                let (a, b) = (&words[i - 1], &words[i]);
+                let gap = b.start - a.end;
+                let sentence = a
+                    .text
+                    .trim_end_matches(['"', '\'', ')', '”', '’'])
+                    .ends_with(['.', '?', '!', '…', '。', '？', '！']);
+                sentence || (gap.is_finite() && gap >= PAUSE)
+            }
+        })
+        .collect()
+}
+
+/// Speakers by voice, one per word (numbering not yet by first appearance).
+fn by_voice(stats: &[Stats], boundary: &[bool], t: &Tuning) -> Vec<usize> {
+    let n = stats.len();
+    let mut all = Stats::default();
+    stats.iter().for_each(|s| all.merge(s));
+    if all.n < t.min_cluster_frames {
+        return vec![0; n];
+    }
+    let prior = all.plain_covariance();
+    // Segments: runs of words between change points, cut every MAX_SEGMENT of voiced frames.
+    let mut segments: Vec<(Stats, Vec<usize>)> = Vec::new();
+    for i in 0..n {
+        let cut = segments
+            .last()
+            .is_none_or(|(s, _)| boundary[i] || s.n + stats[i].n > MAX_SEGMENT * 100.0);
+        if cut {
+            segments.push((Stats::default(), Vec::new()));
+        }
+        if let Some((s, members)) = segments.last_mut() {
+            s.merge(&stats[i]);
+            members.push(i);
+        }
+    }
+    let long: Vec<usize> = (0..segments.len())
+        .filter(|&s| segments[s].0.n >= t.min_frames)
+        .collect();
+    if long.len() < 2 {
+        return vec![0; n];
+    }
+    let items: Vec<Stats> = long.iter().map(|&s| segments[s].0.clone()).collect();
+    let labels = cluster::agglomerate(&items, &prior, t);
+    let mut clusters: Vec<Stats> = Vec::new();
+    for (item, &l) in items.iter().zip(&labels) {
+        if clusters.len() <= l {
+            clusters.resize(l + 1, Stats::default());
+        }
+        clusters[l].merge(item);
+    }
+    // A cluster with too little speech is merged into its nearest (no phantom speakers).
+    while clusters.len() > 1 {
+        let Some(small) = (0..clusters.len())
+            .filter(|&c| clusters[c].n < t.min_cluster_frames)
+            .min_by(|&a, &b| clusters[a].n.total_cmp(&clusters[b].n))
+        else {
+            break;
+        };
+        let nearest = (0..clusters.len())
+            .filter(|&c| c != small)
+            .min_by(|&a, &b| {
+                cluster::distance(&clusters[small], &clusters[a], &prior, t).total_cmp(
+                    &cluster::distance(&clusters[small], &clusters[b], &prior, t),
+                )
+            })
+            .unwrap_or(0);
+        let gone = clusters.remove(small);
+        let into = if nearest > small {
+            nearest - 1
+        } else {
+            nearest
+        };
+        clusters[into].merge(&gone);
+    }
+    if clusters.len() < 2 {
+        return vec![0; n];
+    }
+    let tokens: Vec<Token> = (0..n)
+        .map(|i| Token {
+            stats: &stats[i],
+            boundary_before: boundary[i],
+        })
+        .collect();
+    let mut labels = vec![0; n];
+    // Two rounds: the clusters' models, then models re-estimated from the first round's words.
+    for _ in 0..2 {
+        let models: Option<Vec<Gaussian>> = clusters
+            .iter()
+            .map(|c| Gaussian::from(c, &prior, t.tau))
+            .collect();
+        let Some(models) = models else {
+            break;
+        };
+        labels = cluster::viterbi(&tokens, &models, t);
+        let mut again = vec![Stats::default(); clusters.len()];
+        for (i, &l) in labels.iter().enumerate() {
+            again[l].merge(&stats[i]);
+        }
+        again.retain(|c| c.n >= t.min_cluster_frames);
+        if again.len() < 2 {
+            return vec![0; n];
+        }
+        if again.len() != clusters.len() {
+            clusters = again;
+            continue;
+        }
+        clusters = again;
+    }
+    labels
+}
+
+/// The number of channels of the first audio stream of `media`, by ffprobe.
+fn audio_channels(media: &Path) -> Option<usize> {
+    let mut url = std::ffi::OsString::from("file:");
+    url.push(media.as_os_str());
+    let out = crate::child::ends_with_server(
+        Command::new("ffprobe")
+            .args(["-v", "error", "-select_streams", "a:0"])
+            .args(["-show_entries", "stream=channels", "-of", "csv=p=0"])
+            .arg(url),
+    )
+    .stdin(Stdio::null())
+    .stderr(Stdio::null())
+    .output()
+    .ok()?;
+    String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+}
+
+/// Channel mode: each word's energy on the left and on the right (16 kHz stereo streamed from
+/// ffmpeg, never stored), and the louder side per word when the channels carry different people.
+fn by_channel(media: &Path, spans: &[Span]) -> Result<Option<Vec<usize>>, String> {
+    let mut url = std::ffi::OsString::from("file:");
+    url.push(media.as_os_str());
+    let mut child = crate::child::ends_with_server(
+        Command::new("ffmpeg")
+            .args(["-nostdin", "-v", "error", "-i"])
+            .arg(url)
+            .args([
+                "-vn", "-sn", "-dn", "-map", "0:a:0", "-ac", "2", "-ar", "16000",
+            ])
+            .args(["-f", "s16le", "-c:a", "pcm_s16le", "-"]),
+    )
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .map_err(|e| format!("could not run ffmpeg: {e}"))?;
+    let mut energy = vec![[0f64; 2]; spans.len()];
+    let read = child
+        .stdout
+        .take()
+        .ok_or_else(|| "no ffmpeg output".to_string())
+        .and_then(|out| side_energies(out, spans, &mut energy));
+    let status = child.wait().map_err(|e| format!("ffmpeg: {e}"))?;
+    read?;
+    if !status.success() {
+        return Err(format!("ffmpeg ended with {status}"));
+    }
+    Ok(channel_labels(&energy))
+}
+
+fn side_energies(out: impl Read, spans: &[Span], energy: &mut [[f64; 2]]) -> Result<(), String> {
+    let mut r = BufReader::with_capacity(1 << 16, out);
+    let mut order: Vec<usize> = (0..spans.len())
+        .filter(|&i| spans[i].to > spans[i].from)
+        .collect();
+    order.sort_by_key(|&i| (spans[i].from, i));
+    let (mut next, mut open) = (0usize, Vec::<usize>::new());
+    let mut buf = vec![0u8; features::HOP * 4];
+    let mut frame = 0usize;
+    loop {
+        // One 10 ms frame of interleaved stereo samples at a time.
+        let mut got = 0;
+        while got < buf.len() {
+            match r.read(&mut buf[got..]) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(format!("reading ffmpeg's output: {e}")),
+            }
+        }
+        if got == 0 {
+            return Ok(());
+        }
+        while next < order.len() && spans[order[next]].from <= frame {
+            open.push(order[next]);
+            next += 1;
+        }
+        open.retain(|&w| spans[w].to > frame);
+        if let Some(&word) = open.first() {
+            for pair in buf[..got - got % 4].chunks_exact(4) {
+                let l = i16::from_le_bytes([pair[0], pair[1]]) as f64;
+                let rr = i16::from_le_bytes([pair[2], pair[3]]) as f64;
+                energy[word][0] += l * l;
+                energy[word][1] += rr * rr;
+            }
+        }
+        frame += 1;
+        if got < buf.len() {
+            return Ok(());
+        }
+    }
+}
+
+/// The louder side per word when the channels carry different people: [`CHANNEL_CLEAR`] of the
+/// words with sound are [`CHANNEL_DB`] louder on one side, and each side has at least two such
+/// words and 3% of them. `None` otherwise (the same sound on both sides, or one voice panned).
+fn channel_labels(energy: &[[f64; 2]]) -> Option<Vec<usize>> {
+    let ratio = 10f64.powf(CHANNEL_DB / 10.0);
+    let heard: Vec<&[f64; 2]> = energy.iter().filter(|e| e[0] + e[1] > 0.0).collect();
+    let left = heard.iter().filter(|e| e[0] >= ratio * e[1]).count();
+    let right = heard.iter().filter(|e| e[1] >= ratio * e[0]).count();
+    let n = heard.len() as f64;
+    let side_ok = |k: usize| k >= 2 && k as f64 >= 0.03 * n;
+    if heard.is_empty()
+        || ((left + right) as f64) < CHANNEL_CLEAR * n
+        || !side_ok(left)
+        || !side_ok(right)
+    {
+        return None;
+    }
+    // A word with no sound on either side takes the speaker of the word before it.
+    let mut last = 0;
+    Some(
+        energy
+            .iter()
+            .map(|e| {
+                if e[0] + e[1] > 0.0 {
+                    last = usize::from(e[1] > e[0]);
+                }
+                last
+            })
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn word(text: &str, start: f64, end: f64) -> RawWord {
+        RawWord {
+            text: text.into(),
+            start,
+            end,
+            speaker: 0,
+        }
+    }
+
+    #[test]
+    fn change_points_are_sentence_ends_and_pauses() {
+        let words = [
+            word("Hello", 0.0, 0.4),
+            word("there.", 0.45, 0.8),
+            word("Right", 0.8, 1.0),
+            word("so", 1.4, 1.6),
+            word("then", 1.65, 1.9),
+        ];
+        assert_eq!(boundaries(&words), vec![false, false, true, true, false]);
+    }
+
+    #[test]
+    fn channel_mode_needs_two_sides_that_differ() {
+        let loud = 1000.0;
+        // One voice per side, with the other's bleed 26 dB down: each word by its side.
+        let two = [
+            [loud, 2.5],
+            [2.5, loud],
+            [loud, 2.5],
+            [2.5, loud],
+            [0.0, 0.0],
+            [loud, 3.0],
+        ];
+        assert_eq!(channel_labels(&two), Some(vec![0, 1, 0, 1, 1, 0]));
+        // The same sound on both sides (mono in stereo): not channel mode.
+        assert_eq!(channel_labels(&[[loud, loud]; 6]), None);
+        // One voice panned left: one side only, not channel mode.
+        assert_eq!(channel_labels(&[[loud, 1.0]; 6]), None);
+    }
+
+    #[test]
+    fn silence_and_no_words_give_one_speaker_or_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let wav = dir.path().join("silence.wav");
+        let mut bytes = Vec::new();
+        let data = vec![0u8; 16_000 * 2 * 3];
+        bytes.extend(b"RIFF");
+        bytes.extend(((36 + data.len()) as u32).to_le_bytes());
+        bytes.extend(b"WAVEfmt ");
+        bytes.extend(16u32.to_le_bytes());
+        bytes.extend(1u16.to_le_bytes());
+        bytes.extend(1u16.to_le_bytes());
+        bytes.extend(16_000u32.to_le_bytes());
+        bytes.extend(32_000u32.to_le_bytes());
+        bytes.extend(2u16.to_le_bytes());
+        bytes.extend(16u16.to_le_bytes());
+        bytes.extend(b"data");
+        bytes.extend((data.len() as u32).to_le_bytes());
+        bytes.extend(&data);
+        std::fs::write(&wav, &bytes).unwrap();
+        let mut none: Vec<RawWord> = Vec::new();
+        let out = label(&wav, &wav, &mut none).unwrap();
+        assert_eq!(out.speakers, 0);
+        let mut words = vec![word("Hm.", 0.5, 0.9), word("Yes", 1.5, f64::NAN)];
+        let out = label(&wav, &wav, &mut words).unwrap();
+        assert_eq!((out.speakers, out.mode), (1, Mode::Voice));
+        assert!(words.iter().all(|w| w.speaker == 0));
+    }
+}
