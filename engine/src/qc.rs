@@ -888,10 +888,13 @@ fn bridged(
         allowed = allowed.max(fr.frame_start(cut + half).0);
     }
     if let Some(next) = cues.get(i + 1) {
-        // Chaining closes a short gap left after those needs (to the next cue's words, which
-        // may start up to two frames before the cut the cue starts on).
-        let seen = next_start(cues, i, style, fr, cuts).map_or(next.start, |f| fr.frame_start(f));
-        if (seen.0.min(next.start.0) - allowed) <= style.chain_gap.0 {
+        // Chaining closes a short gap left after those needs (against a shot list: to the next
+        // cue's words when it starts later than they do, on a cut).
+        let seen = match next_start(cues, i, style, fr, cuts) {
+            Some(f) if !cuts.is_empty() => fr.frame_start(f).min(next.start),
+            _ => next.start,
+        };
+        if (seen.0 - allowed) <= style.chain_gap.0 {
             allowed = allowed.max(next.start.0 - fr.frames_duration(style.min_gap_frames).0);
         }
     }
