@@ -201,3 +201,241 @@ fn a_password_hashed_by_an_earlier_version_signs_in_and_is_rehashed_with_argon2i
     assert_eq!(login("old+password+1").status, 303);
     assert_eq!(login("old+password+2").status, 401);
 }
+
+/// The JSON log lines (`--log-format json`) of `server`; anything else on stderr is skipped.
+fn json_lines(server: &Server) -> Vec<Value> {
+    server
+        .log()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .collect()
+}
+
+/// A field of a JSON log line: the event's own, or one of the spans it was logged in.
+fn field<'a>(line: &'a Value, name: &str) -> Option<&'a str> {
+    line.get("fields")
+        .and_then(|f| f.get(name))
+        .or_else(|| {
+            line["spans"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find_map(|s| s.get(name))
+        })
+        .and_then(Value::as_str)
+}
+
+#[test]
+fn a_request_id_follows_a_job_through_the_json_log_and_no_secret_is_logged() {
+    let server = Server::start_env(
+        &[
+            "--workers",
+            "1",
+            "--log-format",
+            "json",
+            "--trust-request-id",
+        ],
+        &[("RUST_LOG", "debug")],
+    );
+    let org = server.org(10_000, &[]);
+
+    // An id is made for a request that brings none, and a malformed one is replaced.
+    let made = server.get(&org.key, "/v1/jobs/0123456789abcdef01234567");
+    assert_eq!(made.status, 404);
+    let made_id = made
+        .header("x-request-id")
+        .expect("a request id")
+        .to_string();
+    assert!(crate::common::is_id(&made_id), "{made_id}");
+    let auth = format!("Bearer {}", org.key);
+    let bad = request(
+        server.port,
+        "GET",
+        "/v1/jobs/0123456789abcdef01234567",
+        &[("Authorization", &auth), ("X-Request-Id", "two words")],
+        b"",
+    );
+    assert!(crate::common::is_id(
+        bad.header("x-request-id").unwrap_or("")
+    ));
+
+    // A proxy's id is kept: answered, and on the request's line and its job's pipeline lines.
+    let tone = server.tone(2);
+    let data = std::fs::read(&tone).expect("tone");
+    let body = serde_json::json!({
+        "filename": "tone.wav", "contentType": "audio/wav",
+        "sizeBytes": data.len(), "durationSeconds": 2,
+    });
+    let created = request(
+        server.port,
+        "POST",
+        "/v1/jobs",
+        &[
+            ("Authorization", &auth),
+            ("Content-Type", "application/json"),
+            ("X-Request-Id", "lb-7f3a:42"),
+        ],
+        body.to_string().as_bytes(),
+    );
+    assert_eq!(created.status, 201, "{}", created.text());
+    assert_eq!(created.header("x-request-id"), Some("lb-7f3a:42"));
+    let created = created.json();
+    let job_id = created["id"].as_str().expect("job id").to_string();
+    let upload_url = created["upload"]["url"]
+        .as_str()
+        .expect("upload url")
+        .to_string();
+    assert_eq!(server.upload(&created, &data).status, 200);
+    let done = server.wait_for(&org.key, &job_id, &["ready", "failed"]);
+    assert_eq!(done["status"], "ready", "{done}");
+
+    // Signing in: a one-time link, then a session cookie.
+    let link = crate::web::link_path(&server, &org.owner);
+    let token = link.rsplit('/').next().expect("token").to_string();
+    let signed_in = crate::web::use_link(server.port, &link);
+    assert_eq!(signed_in.status, 303, "{}", signed_in.text());
+    let (cookie, _) = crate::web::set_cookie(&signed_in, "cc_session").expect("session cookie");
+    let projects = request(
+        server.port,
+        "GET",
+        "/projects",
+        &[("Cookie", &format!("cc_session={cookie}"))],
+        b"",
+    );
+    assert_eq!(projects.status, 200);
+
+    let lines = json_lines(&server);
+    let of_request: Vec<&Value> = lines
+        .iter()
+        .filter(|l| field(l, "request_id") == Some("lb-7f3a:42"))
+        .collect();
+    assert!(
+        of_request
+            .iter()
+            .any(|l| field(l, "message") == Some("request")
+                && l["fields"]["status"] == 201
+                && field(l, "path") == Some("/v1/jobs")),
+        "no request line for lb-7f3a:42 in:\n{}",
+        server.log()
+    );
+    for step in ["recognizing", "ready"] {
+        assert!(
+            of_request
+                .iter()
+                .any(|l| field(l, "message") == Some(step) && field(l, "job") == Some(&job_id)),
+            "the pipeline's {step:?} line lacks the request id:\n{}",
+            server.log()
+        );
+    }
+    assert!(lines
+        .iter()
+        .any(|l| field(l, "request_id") == Some(made_id.as_str())));
+    // Every line is JSON, with a level and a timestamp.
+    let log = server.log();
+    for l in log.lines().filter(|l| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
+        assert!(v["level"].is_string() && v["timestamp"].is_string(), "{l}");
+    }
+
+    // No secret at debug level: the API key, the sign-in token, the session cookie, the
+    // upload URL's signature.
+    let signature = upload_url
+        .split("signature=")
+        .nth(1)
+        .map(|s| s.split('&').next().unwrap_or(s).to_string());
+    let mut secrets = vec![
+        ("API key", org.key.clone()),
+        ("sign-in token", token),
+        ("session", cookie),
+    ];
+    if let Some(sig) = signature {
+        secrets.push(("upload signature", sig));
+    }
+    for (what, secret) in secrets {
+        assert!(!secret.is_empty());
+        assert!(!log.contains(&secret), "the {what} is in the log:\n{log}");
+    }
+}
+
+/// The value of the sample `name` (with its labels exactly as written, `{a="b"}`) in a
+/// Prometheus text exposition; `None` when absent.
+fn sample(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
+#[test]
+fn metrics_count_jobs_requests_and_the_queue_and_pass_promtool() {
+    let metrics_port = free_port();
+    let listen = format!("127.0.0.1:{metrics_port}");
+    let server = Server::start(&["--workers", "1", "--metrics-listen", &listen]);
+    let org = server.org(10_000, &[]);
+    let tone = server.tone(2);
+    let ready = server.run_job(&org.key, &tone, serde_json::json!({}));
+    assert_eq!(ready["status"], "ready", "{ready}");
+    // The test recognizer has no model for German: the job fails (and is refunded).
+    let failed = server.run_job(&org.key, &tone, serde_json::json!({"language": "de"}));
+    assert_eq!(failed["status"], "failed", "{failed}");
+
+    let r = get(metrics_port, "/metrics");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r
+        .header("content-type")
+        .unwrap_or("")
+        .starts_with("text/plain; version=0.0.4"));
+    let text = r.text();
+    let value =
+        |name: &str| sample(&text, name).unwrap_or_else(|| panic!("no sample {name} in:\n{text}"));
+    assert_eq!(value("cuecraft_jobs_created_total"), 2.0);
+    assert_eq!(value("cuecraft_jobs_finished_total{status=\"ready\"}"), 1.0);
+    assert_eq!(
+        value("cuecraft_jobs_finished_total{status=\"failed\"}"),
+        1.0
+    );
+    assert_eq!(
+        value("cuecraft_http_requests_total{route=\"/v1/jobs\",method=\"POST\",status=\"201\"}"),
+        2.0
+    );
+    assert_eq!(value("cuecraft_queue_waiting_tasks"), 0.0);
+    assert_eq!(value("cuecraft_queue_running_tasks"), 0.0);
+    assert_eq!(value("cuecraft_queue_oldest_waiting_age_seconds"), 0.0);
+    assert_eq!(value("cuecraft_store_up"), 1.0);
+    assert_eq!(value("cuecraft_uploads_in_flight"), 0.0);
+    assert_eq!(value("cuecraft_workers{state=\"idle\"}"), 1.0);
+    assert_eq!(value("cuecraft_workers{state=\"busy\"}"), 0.0);
+    // Two recognitions by the test recognizer (a `command:` plug-in).
+    let recognized = text
+        .lines()
+        .find(|l| l.starts_with("cuecraft_recognition_duration_seconds_count{recognizer="))
+        .unwrap_or_else(|| panic!("no recognition histogram in:\n{text}"));
+    assert!(recognized.ends_with(" 2"), "{recognized}");
+
+    // Prometheus's own checker (and linter) accepts the exposition.
+    let mut check = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian package prometheus, installed by scripts/setup)");
+    use std::io::Write as _;
+    check
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(text.as_bytes())
+        .expect("write to promtool");
+    let out = check.wait_with_output().expect("promtool");
+    assert!(
+        out.status.success(),
+        "promtool: {}{}\n{text}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Not on the API's address, and nothing but /metrics on its own.
+    let api = get(server.port, "/metrics");
+    assert!(!api.text().contains("cuecraft_"), "{}", api.text());
+    assert_eq!(get(metrics_port, "/v1/jobs").status, 404);
+}

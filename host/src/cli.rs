@@ -11,6 +11,7 @@ use anyhow::Context;
 use crate::http::health::Health;
 use crate::http::ratelimit::StoreLimiter;
 use crate::http::{App, Config};
+use crate::ops::log::LogFormat;
 use crate::pipeline::{Pipeline, WorkDir};
 use crate::store::Store;
 
@@ -72,6 +73,17 @@ pub struct ServeArgs {
     /// Requests per rolling minute per API key.
     #[arg(long, default_value_t = 120)]
     pub rate_limit_per_minute: u32,
+    /// Address to serve GET /metrics on (Prometheus text format; DEPLOY.md); none by default.
+    /// Keep it off the public network: it needs no key.
+    #[arg(long)]
+    pub metrics_listen: Option<SocketAddr>,
+    /// Take a request's id from its `X-Request-Id` header (set it behind a proxy that sets or
+    /// replaces that header); otherwise every request gets a new id.
+    #[arg(long)]
+    pub trust_request_id: bool,
+    /// Log lines as text or as JSON objects (one per line, for log shippers).
+    #[arg(long, value_enum, env = "CUECRAFT_LOG_FORMAT", default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
 }
 
 /// Run the media pipeline without serving HTTP: claims jobs from the store's queue.
@@ -87,6 +99,12 @@ pub struct WorkerArgs {
     /// Address to serve GET /healthz and GET /readyz on (DEPLOY.md); none by default.
     #[arg(long)]
     pub listen: Option<SocketAddr>,
+    /// Address to serve GET /metrics on (Prometheus text format; DEPLOY.md); none by default.
+    #[arg(long)]
+    pub metrics_listen: Option<SocketAddr>,
+    /// Log lines as text or as JSON objects (one per line, for log shippers).
+    #[arg(long, value_enum, env = "CUECRAFT_LOG_FORMAT", default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
 }
 
 /// Reads the upload-signing secret of `data_dir`, creating it (mode 0600) on first start.
@@ -119,7 +137,7 @@ fn signing_secret(data_dir: &Path) -> anyhow::Result<Vec<u8>> {
 /// Records the public URL for the links `admin` prints, and on a data directory without any
 /// organisation prints the one command that creates an organisation, its owner, an API key and a
 /// sign-in link.
-fn first_run_hint(store: &dyn Store, data_dir: &Path, public_url: &str) {
+fn first_run_hint(store: &dyn Store, data_dir: &Path, public_url: &str, format: LogFormat) {
     if let Err(e) = std::fs::write(
         data_dir.join(crate::admin::PUBLIC_URL_FILE),
         format!("{public_url}\n"),
@@ -130,6 +148,15 @@ fn first_run_hint(store: &dyn Store, data_dir: &Path, public_url: &str) {
         let exe = std::env::args()
             .next()
             .unwrap_or_else(|| "cuecraft".to_string());
+        if format == LogFormat::Json {
+            // A log shipper reads every line as JSON: the hint is one event like any other.
+            tracing::info!(
+                command = %format!("{exe} admin --data-dir {} quickstart", data_dir.display()),
+                "this data directory has no organisation yet: run the command for an owner, an \
+                 API key and a sign-in link"
+            );
+            return;
+        }
         eprintln!(
             "\nThis data directory has no organisation yet. To create one with an owner, an API \
              key and a sign-in link, run in another terminal:\n\n    {exe} admin --data-dir {dir} \
@@ -235,7 +262,7 @@ fn stop_workers(pipeline: &Pipeline, workers: Vec<std::thread::JoinHandle<()>>) 
 
 /// Runs the server until it is stopped.
 pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    let _ = tracing_subscriber_init();
+    crate::ops::log::init(args.log_format);
     if args.price_cents_per_minute < 0 {
         anyhow::bail!("--price-cents-per-minute must not be negative");
     }
@@ -250,13 +277,14 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     // One clear line, and nothing created, when the recognizer is not installed.
     let recognizer = recognizer(&args.recognizer, args.workers)?;
+    let metrics = metrics_listener(args.metrics_listen)?;
     let data_dir = args.backend.data_dir.clone();
     std::fs::create_dir_all(&data_dir)
         .with_context(|| format!("creating {}", data_dir.display()))?;
     let store = args.backend.open_store()?;
     let media = args.backend.open_media()?;
     let secret = signing_secret(&data_dir)?;
-    first_run_hint(store.as_ref(), &data_dir, &public_url);
+    first_run_hint(store.as_ref(), &data_dir, &public_url, args.log_format);
     let pipeline = pipeline(
         &store,
         &media,
@@ -276,6 +304,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
             data_dir: data_dir.clone(),
             public_url,
             price_cents_per_minute: args.price_cents_per_minute,
+            trust_request_id: args.trust_request_id,
         },
         queue: store.wake(),
         limiter: Box::new(StoreLimiter::new(store.clone(), args.rate_limit_per_minute)),
@@ -298,6 +327,9 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
             workers = args.workers,
             "cuecraft serving"
         );
+        if let Some(metrics) = metrics {
+            serve_metrics(metrics, app.store.clone())?;
+        }
         crate::http::server::run(listener, app, shutdown_signal()).await;
         anyhow::Ok(())
     })?;
@@ -307,9 +339,10 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
 
 /// Runs workers (no HTTP) until SIGTERM or ctrl-c.
 pub fn worker(args: WorkerArgs) -> anyhow::Result<()> {
-    let _ = tracing_subscriber_init();
+    crate::ops::log::init(args.log_format);
     let n = args.workers as usize;
     let recognizer = recognizer(&args.recognizer, n)?;
+    let metrics = metrics_listener(args.metrics_listen)?;
     let store = args.backend.open_store()?;
     let media = args.backend.open_media()?;
     let pipeline = pipeline(
@@ -340,6 +373,9 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
+        if let Some(metrics) = metrics {
+            serve_metrics(metrics, store.clone())?;
+        }
         match listener {
             Some(listener) => {
                 let listener = tokio::net::TcpListener::from_std(listener)?;
@@ -357,16 +393,28 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn tracing_subscriber_init() -> Result<(), String> {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .try_init()
-        .map_err(|e| e.to_string())
+/// Binds `--metrics-listen` (so a taken address stops the process before it claims work) and
+/// starts recording metrics, before any worker or request can record one.
+fn metrics_listener(addr: Option<SocketAddr>) -> anyhow::Result<Option<std::net::TcpListener>> {
+    let Some(addr) = addr else {
+        return Ok(None);
+    };
+    let l = std::net::TcpListener::bind(addr).with_context(|| format!("listening on {addr}"))?;
+    l.set_nonblocking(true)?;
+    crate::ops::metrics::install();
+    Ok(Some(l))
+}
+
+/// Serves `GET /metrics` on `listener` for as long as the runtime runs.
+fn serve_metrics(listener: std::net::TcpListener, store: Arc<dyn Store>) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::from_std(listener)?;
+    tracing::info!(addr = %listener.local_addr()?, "metrics on /metrics");
+    tokio::spawn(crate::http::metrics::serve(
+        listener,
+        store,
+        std::future::pending::<()>(),
+    ));
+    Ok(())
 }
 
 /// Runs one admin command, printing one JSON object.

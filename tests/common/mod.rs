@@ -315,6 +315,20 @@ impl Server {
     /// Starts a server with the test recognizer on the Postgres database `db` (another server's,
     /// to run several API processes on one store), whatever the run's backend.
     pub fn start_on(db: Option<&cuecraft_pgtest::TestDb>, extra: &[&str]) -> Server {
+        Server::start_with(db, extra, &[])
+    }
+
+    /// Starts a server with the test recognizer, `extra` arguments and extra environment `env`
+    /// (`RUST_LOG=debug`, ...).
+    pub fn start_env(extra: &[&str], env: &[(&str, &str)]) -> Server {
+        Server::start_with(None, extra, env)
+    }
+
+    fn start_with(
+        db: Option<&cuecraft_pgtest::TestDb>,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Server {
         let tmp = tempfile::tempdir().expect("temp dir");
         let script = tmp.path().join("recognizer.sh");
         std::fs::write(&script, RECOGNIZER).expect("write recognizer");
@@ -335,8 +349,10 @@ impl Server {
             tmp,
             args,
             env: db
-                .map(|db| vec![("CUECRAFT_STORE".to_string(), db.url.clone())])
-                .unwrap_or_default(),
+                .map(|db| ("CUECRAFT_STORE".to_string(), db.url.clone()))
+                .into_iter()
+                .chain(env.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+                .collect(),
             pg: if db.is_some() { None } else { fresh_pg() },
         };
         server.spawn();

@@ -18,7 +18,7 @@ use hyper::{Request, Response};
 use serde_json::{json, Map, Value};
 
 use crate::http::error::ApiError;
-use crate::http::{json_response, App, Body, Caller};
+use crate::http::{json_response, App, Body, Caller, RequestId};
 use crate::store::{JobRow, KeyClaim, NewJob, Store, TranscriptRow};
 use crate::util::{is_id, new_id, now_ms, rfc3339};
 
@@ -551,6 +551,7 @@ pub async fn create(
     req: Request<Incoming>,
 ) -> Result<Response<Body>, ApiError> {
     let key = idempotency_key(req.headers())?;
+    let request_id = req.extensions().get::<RequestId>().map(|r| r.0.clone());
     let body: Bytes = match Limited::new(req.into_body(), MAX_BODY_BYTES)
         .collect()
         .await
@@ -575,7 +576,7 @@ pub async fn create(
         .db(move |store| {
             let app = for_closure;
             let Some(key) = key else {
-                let made = create_job(store, &app, &caller, &request, None)?;
+                let made = create_job(store, &app, &caller, &request, &request_id, None)?;
                 return Ok((false, made));
             };
             let deadline = std::time::Instant::now() + IDEMPOTENCY_WAIT;
@@ -590,7 +591,14 @@ pub async fn create(
                     KeyClaim::InFlight => return Err(ApiError::IdempotencyKeyInUse),
                 }
             }
-            let made = create_job(store, &app, &caller, &request, Some((&key, &hash)));
+            let made = create_job(
+                store,
+                &app,
+                &caller,
+                &request,
+                &request_id,
+                Some((&key, &hash)),
+            );
             if made.is_err() {
                 if let Err(e) = store.release_idempotency_key(&caller.org_id, &key, &hash) {
                     tracing::warn!("could not release idempotency key: {e}");
@@ -602,6 +610,9 @@ pub async fn create(
     let value: Value = serde_json::from_str(&response)
         .map_err(|e| ApiError::Internal(format!("stored response: {e}")))?;
     let mut resp = json_response(201, &value);
+    if !replayed {
+        crate::ops::metrics::job_created();
+    }
     if replayed {
         resp.headers_mut().insert(
             "idempotent-replayed",
@@ -618,6 +629,7 @@ fn create_job(
     app: &App,
     caller: &Caller,
     request: &CreateRequest,
+    request_id: &Option<String>,
     key: Option<(&str, &[u8])>,
 ) -> Result<String, ApiError> {
     let now = now_ms();
@@ -625,6 +637,7 @@ fn create_job(
     let prepared = prepare(store, caller, request, now)?;
     let required = crate::billing::required_cents(request.duration_seconds, price);
     let available = store.balance(&caller.org_id).map_err(|e| {
+        crate::ops::metrics::ledger_error();
         tracing::warn!("billing unavailable: {e}");
         ApiError::BillingUnavailable
     })?;
@@ -654,6 +667,7 @@ fn create_job(
         language,
         upload_expires_at: expires_at,
         created_at: now,
+        request_id: request_id.clone(),
     };
     let expires = expires_at.div_euclid(1000);
     let sig = upload_signature(

@@ -152,6 +152,7 @@ pub async fn put(
 
     // The object removes its temporary file unless committed, also when the connection drops
     // and this future is dropped mid-body.
+    let in_flight = crate::ops::metrics::Upload::start();
     let media = app.media.clone();
     let jid = job.id.clone();
     let object = tokio::task::spawn_blocking(move || media.create(&jid, Object::Original))
@@ -175,6 +176,7 @@ pub async fn put(
         })
         .await?;
     let (moved, job, transcripts) = done;
+    drop(in_flight);
     drop(claim);
     if !moved {
         return Err(ApiError::AlreadyUploaded);
@@ -220,10 +222,15 @@ async fn stream_to(
     if received != expected {
         return Err(ApiError::LengthMismatch { expected });
     }
-    tokio::task::spawn_blocking(move || object.commit())
-        .await
-        .map_err(|e| ApiError::Internal(format!("blocking task: {e}")))?
-        .map_err(|e| ApiError::Internal(format!("storing the upload: {e}")))
+    tokio::task::spawn_blocking(move || {
+        let started = std::time::Instant::now();
+        let committed = object.commit();
+        crate::ops::metrics::media_call("commit_upload", started);
+        committed
+    })
+    .await
+    .map_err(|e| ApiError::Internal(format!("blocking task: {e}")))?
+    .map_err(|e| ApiError::Internal(format!("storing the upload: {e}")))
 }
 
 /// Reads the body into `tx`, counting; stops at the first byte past `expected`.

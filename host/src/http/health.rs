@@ -16,12 +16,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hyper::body::Incoming;
-use hyper::header::{HeaderValue, CACHE_CONTROL};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper::{Method, Request, Response};
-use hyper_util::rt::TokioIo;
+use hyper::{Method, Response};
 use serde_json::{json, Map, Value};
 use tokio::net::TcpListener;
 
@@ -92,7 +87,12 @@ impl Health {
         let media = self.media.clone();
         let (migrations, media_check) = tokio::join!(
             blocking(move || store.migrations().map_err(|e| e.to_string())),
-            blocking(move || media.check().map_err(|e| e.to_string())),
+            blocking(move || {
+                let started = Instant::now();
+                let checked = media.check().map_err(|e| e.to_string());
+                crate::ops::metrics::media_call("check", started);
+                checked
+            }),
         );
         let mut checks = Map::new();
         let mut not_ready = Vec::new();
@@ -202,40 +202,15 @@ pub async fn answer(health: &Health, method: &Method, path: &str) -> Response<Bo
 /// until `shutdown` completes: the listener of `cuecraft worker --listen`, which serves nothing
 /// else.
 pub async fn serve(listener: TcpListener, health: Arc<Health>, shutdown: impl Future<Output = ()>) {
-    tokio::pin!(shutdown);
-    loop {
-        let (stream, _) = tokio::select! {
-            _ = &mut shutdown => return,
-            a = listener.accept() => match a {
-                Ok(a) => a,
-                Err(e) => {
-                    tracing::warn!("accept failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-        };
+    let answer: crate::http::side::Answer = Arc::new(move |method, path| {
         let health = health.clone();
-        tokio::spawn(async move {
-            let svc = service_fn(move |req: Request<Incoming>| {
-                let health = health.clone();
-                async move {
-                    let path = req.uri().path().to_string();
-                    let mut resp = if owns(&path) {
-                        answer(&health, req.method(), &path).await
-                    } else {
-                        crate::http::error_response(&crate::ApiError::NotFound)
-                    };
-                    resp.headers_mut()
-                        .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-                    Ok::<_, std::convert::Infallible>(resp)
-                }
-            });
-            let _ = http1::Builder::new()
-                .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(Duration::from_secs(30))
-                .serve_connection(TokioIo::new(stream), svc)
-                .await;
-        });
-    }
+        Box::pin(async move {
+            if owns(&path) {
+                answer(&health, &method, &path).await
+            } else {
+                crate::http::error_response(&crate::ApiError::NotFound)
+            }
+        })
+    });
+    crate::http::side::serve(listener, answer, shutdown).await
 }

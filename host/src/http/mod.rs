@@ -7,8 +7,10 @@ pub mod claims;
 pub mod error;
 pub mod front;
 pub mod health;
+pub mod metrics;
 pub mod ratelimit;
 pub mod server;
+pub mod side;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -34,7 +36,13 @@ pub struct Config {
     pub public_url: String,
     /// Price of a minute of media, cents.
     pub price_cents_per_minute: i64,
+    /// Whether a request's `X-Request-Id` header is taken as its id (`--trust-request-id`).
+    pub trust_request_id: bool,
 }
+
+/// The id of a request (`X-Request-Id`), in its extensions for the handlers that record it.
+#[derive(Debug, Clone)]
+pub struct RequestId(pub String);
 
 /// Shared state of the running server.
 pub struct App {
@@ -63,9 +71,16 @@ impl App {
         f: impl FnOnce(&dyn Store) -> Result<T, ApiError> + Send + 'static,
     ) -> Result<T, ApiError> {
         let store = self.store.clone();
-        tokio::task::spawn_blocking(move || f(store.as_ref()))
-            .await
-            .map_err(|e| ApiError::Internal(format!("blocking task: {e}")))?
+        // The blocking thread logs inside the request's span, so its lines carry the request id.
+        let span = tracing::Span::current();
+        tokio::task::spawn_blocking(move || {
+            let started = std::time::Instant::now();
+            let out = span.in_scope(|| f(store.as_ref()));
+            crate::ops::metrics::store_call("api", started);
+            out
+        })
+        .await
+        .map_err(|e| ApiError::Internal(format!("blocking task: {e}")))?
     }
 
     /// `{public_url}/v1`.

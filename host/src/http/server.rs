@@ -18,9 +18,11 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
+use tracing::Instrument;
 
 use crate::http::error::ApiError;
-use crate::http::{admit, error_response, App, Body};
+use crate::http::{admit, error_response, App, Body, RequestId};
+use crate::ops::log::SafePath;
 use crate::util::{is_api_key_shape, sha256};
 
 /// The API's routes under `/v1`, as (method, path template). The router, the `Allow` header and
@@ -199,13 +201,85 @@ pub async fn handle(
     if method == Method::HEAD {
         *req.method_mut() = Method::GET;
     }
-    let mut resp = respond(dispatch(app, req)).await;
+    let given = req
+        .headers()
+        .get(X_REQUEST_ID)
+        .and_then(|v| v.to_str().ok());
+    let id = crate::ops::log::request_id(given, app.config.trust_request_id);
+    req.extensions_mut().insert(RequestId(id.clone()));
+    let span = tracing::info_span!("request", request_id = %id);
+    let started = std::time::Instant::now();
+    let mut resp = respond(dispatch(app, req)).instrument(span.clone()).await;
     if method == Method::HEAD {
         without_body(&mut resp);
     }
-    tracing::debug!(%method, %path, status = resp.status().as_u16(), "request");
+    if let Ok(value) = HeaderValue::from_str(&id) {
+        resp.headers_mut().insert(X_REQUEST_ID, value);
+    }
+    crate::ops::metrics::http_request(
+        route_label(&method, &path, resp.status().as_u16()),
+        method.as_str(),
+        resp.status().as_u16(),
+        started.elapsed(),
+    );
+    span.in_scope(|| {
+        tracing::info!(
+            %method,
+            path = %SafePath(&path),
+            status = resp.status().as_u16(),
+            ms = started.elapsed().as_millis() as u64,
+            "request"
+        )
+    });
     Ok(resp)
 }
+
+/// The route of a request as the metrics label it: the API's and the upload's route templates,
+/// the web application's pages by their first segment; everything unmatched as one label, so a
+/// scan of random paths adds no series.
+fn route_label(method: &Method, path: &str, status: u16) -> &'static str {
+    if !crate::web::owns(path) {
+        return match route(method.as_str(), path) {
+            Ok(m) if m.upload => "/upload/{jobId}",
+            Ok(m) => ROUTE_LABELS
+                .iter()
+                .find(|(t, _)| *t == m.template)
+                .map_or("/v1", |(_, label)| label),
+            Err(_) => "unmatched",
+        };
+    }
+    if status == 404 || status == 405 {
+        return "unmatched";
+    }
+    let first = path.trim_start_matches('/').split('/').next().unwrap_or("");
+    WEB_LABELS
+        .iter()
+        .find(|(segment, _)| *segment == first)
+        .map_or("web", |(_, label)| label)
+}
+
+/// [`ROUTES`] with their `/v1` prefix, as `&'static str` labels.
+const ROUTE_LABELS: &[(&str, &str)] = &[
+    ("/jobs", "/v1/jobs"),
+    ("/jobs/{jobId}", "/v1/jobs/{jobId}"),
+    ("/jobs/{jobId}/transcript", "/v1/jobs/{jobId}/transcript"),
+    ("/jobs/{jobId}/subtitles", "/v1/jobs/{jobId}/subtitles"),
+    ("/openapi.json", "/v1/openapi.json"),
+];
+
+/// The web application's areas, by the first segment of the path.
+const WEB_LABELS: &[(&str, &str)] = &[
+    ("", "/"),
+    ("account", "/account"),
+    ("login", "/login"),
+    ("logout", "/logout"),
+    ("projects", "/projects"),
+    ("editor", "/editor"),
+    ("assets", "/assets"),
+];
+
+/// The request id header: taken from a trusted proxy (`--trust-request-id`), always answered.
+pub const X_REQUEST_ID: &str = "x-request-id";
 
 /// Drops the body of `resp`, its length kept in `Content-Length` as a GET would have sent it.
 fn without_body(resp: &mut Response<Body>) {
@@ -319,6 +393,39 @@ mod tests {
     use crate::api::openapi::{openapi_response, OPENAPI};
     use crate::http::json_response;
     use hyper::header::CONTENT_TYPE;
+
+    #[test]
+    fn every_route_has_its_own_metrics_label_and_unknown_paths_share_one() {
+        for (method, template) in ROUTES {
+            let path = format!(
+                "/v1{}",
+                template.replace("{jobId}", "0123456789abcdef01234567")
+            );
+            let method = Method::from_bytes(method.as_bytes()).expect("method");
+            assert_eq!(route_label(&method, &path, 200), format!("/v1{template}"));
+        }
+        let id = "0123456789abcdef01234567";
+        assert_eq!(
+            route_label(&Method::PUT, &format!("/upload/{id}"), 200),
+            "/upload/{jobId}"
+        );
+        assert_eq!(
+            route_label(&Method::GET, "/v1/nothing/here", 404),
+            "unmatched"
+        );
+        assert_eq!(
+            route_label(&Method::GET, "/wp-admin/x.php", 404),
+            "unmatched"
+        );
+        assert_eq!(
+            route_label(&Method::GET, &format!("/editor/{id}/data"), 200),
+            "/editor"
+        );
+        assert_eq!(
+            route_label(&Method::GET, &format!("/login/{}", "ab".repeat(32)), 200),
+            "/login"
+        );
+    }
     use hyper::StatusCode;
     use serde_json::Value;
     use std::collections::{BTreeMap, BTreeSet};

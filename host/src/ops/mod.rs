@@ -6,4 +6,6 @@
 //! The bottom room of the host: the store, the media store, the pipeline and the HTTP side all
 //! report here, and it imports none of them.
 
+pub mod log;
+pub mod metrics;
 pub mod outage;

@@ -249,9 +249,14 @@ impl Pipeline {
     }
 
     fn work(&self, worker: &str) {
+        use crate::ops::metrics::{store_call, worker_state};
+        worker_state(None, Some("idle"));
         while !self.stopped() {
             let seen = self.queue.epoch();
-            let task = match self.store.claim_task(worker, now_ms(), self.lease_ms) {
+            let claiming = std::time::Instant::now();
+            let claimed = self.store.claim_task(worker, now_ms(), self.lease_ms);
+            store_call("worker", claiming);
+            let task = match claimed {
                 Ok(Some(task)) => task,
                 Ok(None) => {
                     // Polling is the fallback for work enqueued by another process.
@@ -269,7 +274,9 @@ impl Pipeline {
             if let Ok(mut r) = self.running.lock() {
                 r.insert(worker.to_string(), task.seq);
             }
+            worker_state(Some("idle"), Some("busy"));
             let retry = self.run_leased(worker, &task);
+            worker_state(Some("busy"), Some("idle"));
             if let Ok(mut r) = self.running.lock() {
                 r.remove(worker);
             }
@@ -281,6 +288,7 @@ impl Pipeline {
                 }
             }
         }
+        worker_state(Some("idle"), None);
     }
 
     /// Runs a claimed task while a heartbeat keeps its lease; whether it should be retried.
@@ -314,8 +322,13 @@ impl Pipeline {
                     }
                 }
             });
-            let outcome =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run(task, worker)));
+            // Every line of the step carries the job, and the id of the request that created it
+            // once the job is read.
+            let span = tracing::info_span!("step", job = %task.job_id, task = %task.kind,
+                request_id = tracing::field::Empty);
+            let outcome = span.in_scope(|| {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run(task, worker)))
+            });
             *done.lock().unwrap_or_else(|p| p.into_inner()) = true;
             cond.notify_all();
             match outcome {
@@ -355,6 +368,9 @@ impl Pipeline {
             let Some(job) = job else {
                 return self.finish(task);
             };
+            if let Some(id) = &job.request_id {
+                tracing::Span::current().record("request_id", id.as_str());
+            }
             let step = match job.status.as_str() {
                 "transcribing" => self.transcribe(&job, task, worker),
                 "formatting" => self.format(&job, task, worker),
@@ -447,7 +463,10 @@ impl Pipeline {
     }
 
     fn transcribe(&self, job: &JobRow, task: &Task, worker: &str) -> Result<(), StepError> {
-        let billing = |e: StoreError| StepError::Retry(format!("billing: {e}"));
+        let billing = |e: StoreError| {
+            crate::ops::metrics::ledger_error();
+            StepError::Retry(format!("billing: {e}"))
+        };
         let cents =
             crate::billing::required_cents(job.declared_seconds, job.price_cents_per_minute);
         self.store
@@ -490,14 +509,21 @@ impl Pipeline {
                         },
                         &last,
                     );
-                    recognizer
+                    let started = std::time::Instant::now();
+                    let words = recognizer
                         .recognize_reporting(
                             &wav,
                             &settings.language,
                             &settings.custom_vocabulary,
                             &|p| self.progress(&job.id, p, &last),
                         )
-                        .map_err(|e| StepError::Fail(e.to_string()))
+                        .map_err(|e| StepError::Fail(e.to_string()));
+                    crate::ops::metrics::recognition(
+                        &recognizer.name(),
+                        probe.duration_seconds,
+                        started.elapsed(),
+                    );
+                    words
                 })
                 // Speakers for a recognizer that gives none, from the WAV before it goes: a
                 // failure keeps speaker 0 on every word and never fails the job.
@@ -608,6 +634,7 @@ impl Pipeline {
             .finish_formatting(&job.id, &formatted, task.seq, now_ms())?;
         self.queue.notify();
         tracing::info!(job = %job.id, cues = cues.len(), "ready");
+        crate::ops::metrics::job_finished("ready");
         Ok(())
     }
 
@@ -725,6 +752,7 @@ impl Pipeline {
         if let Err(e) = crate::media::remove_editor_media(self.media.as_ref(), &job.id) {
             tracing::warn!(job = %job.id, "could not remove a failed job's editor media: {e}");
         }
+        crate::ops::metrics::job_finished("failed");
         Ok(())
     }
 }

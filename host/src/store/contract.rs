@@ -3,7 +3,7 @@
 
 use std::sync::Barrier;
 
-use super::{KeyClaim, NewJob, NewOrgOwner, Store, StoreError, IDEMPOTENCY_TTL_MS};
+use super::{KeyClaim, NewJob, NewOrgOwner, QueueStats, Store, StoreError, IDEMPOTENCY_TTL_MS};
 
 fn job(id: &str) -> NewJob {
     NewJob {
@@ -23,12 +23,12 @@ fn job(id: &str) -> NewJob {
         language: "en".into(),
         upload_expires_at: 0,
         created_at: 0,
+        request_id: Some(format!("req-{id}")),
     }
 }
 
-/// `Idempotency-Key` claims: new, in flight, replayed, reused; per organisation; forgotten after
-/// a day, after a failure, or when abandoned; exactly one of 16 racing claims is new.
-pub fn idempotency(s: &dyn Store) {
+/// The organisation, owner and key that [`job`]'s jobs belong to.
+fn create_org(s: &dyn Store) {
     s.create_org_with_owner(&NewOrgOwner {
         org_id: "idem-o",
         org_name: "Org",
@@ -41,6 +41,12 @@ pub fn idempotency(s: &dyn Store) {
         now: 0,
     })
     .expect("org");
+}
+
+/// `Idempotency-Key` claims: new, in flight, replayed, reused; per organisation; forgotten after
+/// a day, after a failure, or when abandoned; exactly one of 16 racing claims is new.
+pub fn idempotency(s: &dyn Store) {
+    create_org(s);
     let claim = |key: &str, hash: &[u8], now| {
         s.claim_idempotency_key("idem-o", key, hash, now)
             .expect("claim")
@@ -51,7 +57,9 @@ pub fn idempotency(s: &dyn Store) {
     assert_eq!(claim("key", b"b", 1002), KeyClaim::Reused);
     s.insert_job_for_key(&job("j1"), "key", b"a", "{\"id\":\"j1\"}")
         .expect("insert");
-    assert!(s.job("j1").expect("job").is_some());
+    let stored = s.job("j1").expect("job").expect("the job");
+    // The creating request's id is kept with the job, for its pipeline steps' log lines.
+    assert_eq!(stored.request_id.as_deref(), Some("req-j1"));
     assert_eq!(
         claim("key", b"a", 1003),
         KeyClaim::Replay("{\"id\":\"j1\"}".into())
@@ -400,4 +408,42 @@ pub fn word_pages(s: &dyn Store, target: usize) {
             .expect("ready");
         assert_eq!(stored.words, encode(&list));
     }
+}
+
+/// The queue as the metrics read it: a started job waits (since it was enqueued), is running
+/// while a worker's lease holds, waits again when the lease runs out or the task is given back,
+/// and is gone when finished.
+pub fn queue_stats(s: &dyn Store) {
+    let stats = |now| s.queue_stats(now).expect("queue stats");
+    assert_eq!(stats(0), QueueStats::default());
+    create_org(s);
+    for id in ["q1", "q2"] {
+        s.insert_job(&job(id)).expect("job");
+    }
+    assert!(s.start_transcribing("q1", 1_000).expect("start"));
+    assert!(s.start_transcribing("q2", 2_000).expect("start"));
+    let waiting = |n, at| QueueStats {
+        waiting: n,
+        running: 2 - n,
+        oldest_waiting_at: at,
+    };
+    assert_eq!(stats(3_000), waiting(2, Some(1_000)));
+    let first = s
+        .claim_task("w1", 3_000, 10_000)
+        .expect("claim")
+        .expect("a task");
+    assert_eq!(first.job_id, "q1");
+    assert_eq!(stats(4_000), waiting(1, Some(2_000)));
+    let second = s
+        .claim_task("w2", 4_000, 10_000)
+        .expect("claim")
+        .expect("a task");
+    assert_eq!(stats(5_000), waiting(0, None));
+    // w1's lease runs out at 13 000: its task waits again, with its first enqueue time.
+    assert_eq!(stats(13_000), waiting(1, Some(1_000)));
+    s.release_task(second.seq, "w2", 20_000).expect("release");
+    assert_eq!(stats(13_000), waiting(2, Some(1_000)));
+    s.finish_task(first.seq).expect("finish");
+    s.finish_task(second.seq).expect("finish");
+    assert_eq!(stats(13_000), QueueStats::default());
 }

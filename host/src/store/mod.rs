@@ -194,6 +194,20 @@ pub struct JobRow {
     /// The project's lead-in in frames (`inCueLeadInFrames`, 0 = none): set in the editor's
     /// settings, applied by the editor's downloads only, never by the API or the layout.
     pub lead_in_frames: u32,
+    /// The id of the request that created the job (`X-Request-Id`), for the log lines of its
+    /// pipeline steps; none for jobs created before it was kept.
+    pub request_id: Option<String>,
+}
+
+/// The work queue at one moment ([`Store::queue_stats`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QueueStats {
+    /// Rows no live worker holds.
+    pub waiting: i64,
+    /// Rows a worker holds under a lease that has not run out.
+    pub running: i64,
+    /// When the oldest waiting row was enqueued (ms), if any waits.
+    pub oldest_waiting_at: Option<i64>,
 }
 
 /// A new job, `uploading`.
@@ -216,6 +230,8 @@ pub struct NewJob {
     pub language: String,
     pub upload_expires_at: i64,
     pub created_at: i64,
+    /// The id of the request that creates it (`X-Request-Id`).
+    pub request_id: Option<String>,
 }
 
 /// A transcript's listing (no words).
@@ -711,6 +727,10 @@ pub trait Store: Send + Sync {
     fn finish_task(&self, seq: i64) -> StoreResult<()>;
     /// How many rows the queue holds.
     fn queue_len(&self) -> StoreResult<i64>;
+    /// The queue as the metrics show it at `now`: rows waiting for a worker (never claimed,
+    /// given back, or whose lease ran out), rows a worker holds, and the oldest waiting row's
+    /// `enqueued_at`.
+    fn queue_stats(&self, now: i64) -> StoreResult<QueueStats>;
 
     // ---- the ledger (may be a store of its own: failures are `Unavailable`) ----
 

@@ -371,9 +371,15 @@ pub async fn db<T: Send + 'static>(
     f: impl FnOnce(&dyn crate::store::Store) -> Result<T, WebError> + Send + 'static,
 ) -> Result<T, WebError> {
     let store = app.store.clone();
-    tokio::task::spawn_blocking(move || f(store.as_ref()))
-        .await
-        .map_err(|e| WebError::Internal(format!("blocking task: {e}")))?
+    let span = tracing::Span::current();
+    tokio::task::spawn_blocking(move || {
+        let started = std::time::Instant::now();
+        let out = span.in_scope(|| f(store.as_ref()));
+        crate::ops::metrics::store_call("web", started);
+        out
+    })
+    .await
+    .map_err(|e| WebError::Internal(format!("blocking task: {e}")))?
 }
 
 /// Answers a request to the web application. Errors become an HTML page, or `{error, code}` JSON

@@ -229,6 +229,8 @@ pub const MAIN: &[&str] = &[
         seconds_left DOUBLE PRECISION,
         at BIGINT NOT NULL
     );",
+    // 6: the id of the request that created the job (the SQLite store's migration 9).
+    "ALTER TABLE jobs ADD COLUMN request_id TEXT;",
 ];
 
 /// Migrations of the ledger's schema `billing`, in order.

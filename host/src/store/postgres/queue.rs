@@ -26,7 +26,7 @@ use postgres::GenericClient;
 
 use super::pool::{Conn, Pool};
 use crate::ops::outage::{Backoff, Outage};
-use crate::store::Task;
+use crate::store::{QueueStats, Task};
 
 /// The channel of queue notifications.
 pub const CHANNEL: &str = "cuecraft_queue";
@@ -116,6 +116,22 @@ pub fn finish(tx: &mut impl GenericClient, seq: i64) -> Result<(), postgres::Err
 pub fn len(conn: &mut Conn) -> Result<i64, postgres::Error> {
     let st = conn.prepared("SELECT COUNT(*) FROM queue")?;
     Ok(conn.client.query_one(&st, &[])?.get(0))
+}
+
+/// [`crate::store::Store::queue_stats`]: a row waits when no worker holds it or its lease ran out.
+pub fn stats(conn: &mut Conn, now: i64) -> Result<QueueStats, postgres::Error> {
+    let st = conn.prepared(
+        "SELECT COUNT(*) FILTER (WHERE worker IS NULL OR lease_until <= $1),
+                COUNT(*) FILTER (WHERE worker IS NOT NULL AND lease_until > $1),
+                MIN(enqueued_at) FILTER (WHERE worker IS NULL OR lease_until <= $1)
+         FROM queue",
+    )?;
+    let row = conn.client.query_one(&st, &[&now])?;
+    Ok(QueueStats {
+        waiting: row.get(0),
+        running: row.get(1),
+        oldest_waiting_at: row.get(2),
+    })
 }
 
 /// A thread holding a connection in `LISTEN cuecraft_queue`, calling `wake` on every

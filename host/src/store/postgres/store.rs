@@ -15,9 +15,9 @@ use super::pool::Conn;
 use super::{ledger, pages, queue, PostgresStore};
 use crate::store::{
     is_token, new_token, Caller, CleanSource, Cursor, Formatted, JobProgress, JobRow, KeyClaim,
-    Member, MigrationState, NewJob, NewOrgOwner, ProjectQuery, ProjectRow, Recognized, RevisionRow,
-    Saved, Session, Sort, Store, StoreError, StoreResult, StoredWords, Task, TranscriptInfo,
-    TranscriptRow, Wake, WordsEdit, IDEMPOTENCY_ABANDONED_MS, IDEMPOTENCY_TTL_MS,
+    Member, MigrationState, NewJob, NewOrgOwner, ProjectQuery, ProjectRow, QueueStats, Recognized,
+    RevisionRow, Saved, Session, Sort, Store, StoreError, StoreResult, StoredWords, Task,
+    TranscriptInfo, TranscriptRow, Wake, WordsEdit, IDEMPOTENCY_ABANDONED_MS, IDEMPOTENCY_TTL_MS,
     LOGIN_LINK_TTL_MS, SESSION_TTL_MS,
 };
 use crate::util::{hex, random_bytes, sha256};
@@ -92,9 +92,9 @@ fn insert_job_in(c: &mut impl GenericClient, j: &NewJob) -> Result<u64, postgres
         "INSERT INTO jobs (id, org_id, owner_member_id, api_key_id, folder_id, preset_id,
             name, filename, content_type, size_bytes, declared_seconds,
             price_cents_per_minute, settings, status, language, upload_expires_at,
-            created_at, updated_at)
+            created_at, updated_at, request_id)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'uploading',
-            $14, $15, $16, $16)",
+            $14, $15, $16, $16, $17)",
         &[
             &j.id,
             &j.org_id,
@@ -112,6 +112,7 @@ fn insert_job_in(c: &mut impl GenericClient, j: &NewJob) -> Result<u64, postgres
             &j.language,
             &j.upload_expires_at,
             &j.created_at,
+            &j.request_id,
         ],
     )
 }
@@ -187,6 +188,7 @@ fn job_from_row(r: &Row) -> JobRow {
         created_at: r.get(16),
         updated_at: r.get(17),
         lead_in_frames: frame(r.get(18)).unwrap_or(0),
+        request_id: r.get(19),
     }
 }
 
@@ -197,7 +199,8 @@ fn load_job(c: &mut Conn, id: &str) -> Result<Option<JobRow>, postgres::Error> {
     const SQL: &str =
         "SELECT id, org_id, name, filename, content_type, size_bytes, declared_seconds,
         measured_seconds, price_cents_per_minute, settings, status, error, language, frame_num,
-        frame_den, upload_expires_at, created_at, updated_at, lead_in_frames FROM jobs WHERE id = $1";
+        frame_den, upload_expires_at, created_at, updated_at, lead_in_frames, request_id
+        FROM jobs WHERE id = $1";
     Ok(query_opt(c, SQL, &[&id])?.map(|r| job_from_row(&r)))
 }
 
@@ -1026,6 +1029,10 @@ impl Store for PostgresStore {
 
     fn queue_len(&self) -> StoreResult<i64> {
         self.main(queue::len)
+    }
+
+    fn queue_stats(&self, now: i64) -> StoreResult<QueueStats> {
+        self.main(|c| queue::stats(c, now))
     }
 
     fn balance(&self, org_id: &str) -> StoreResult<i64> {

@@ -454,6 +454,7 @@ fn a_job_goes_through_every_transition_and_the_web_reads_it() {
         language: "en".into(),
         upload_expires_at: at + 3_600_000,
         created_at: at,
+        request_id: None,
     };
     s.insert_job(&job("j1", "beta", None, 10_000)).expect("job");
     s.insert_job(&job("j2", "alpha", Some("f1"), 11_000))
@@ -738,6 +739,7 @@ fn names_with_nul_and_the_escape_character_come_back_exactly() {
             language: "en".into(),
             upload_expires_at: 1,
             created_at: 0,
+            request_id: None,
         })
         .expect("insert");
         let job = s.job(&id).expect("job").expect("found");
@@ -754,6 +756,12 @@ fn the_postgres_store_keeps_the_idempotency_contract() {
     let db = fresh();
     let s = store(&db);
     crate::store::contract::idempotency(&s);
+}
+
+#[test]
+fn the_postgres_store_keeps_the_queue_stats_contract() {
+    let db = fresh();
+    crate::store::contract::queue_stats(&store(&db));
 }
 
 #[test]

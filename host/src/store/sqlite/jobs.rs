@@ -5,12 +5,13 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::pages;
 use crate::store::pages::Geometry;
 use crate::store::{
-    Caller, CleanSource, Formatted, JobProgress, JobRow, NewJob, Recognized, Task, TranscriptRow,
+    Caller, CleanSource, Formatted, JobProgress, JobRow, NewJob, QueueStats, Recognized, Task,
+    TranscriptRow,
 };
 
 const JOB_COLUMNS: &str = "id, org_id, name, filename, content_type, size_bytes, declared_seconds,
     measured_seconds, price_cents_per_minute, settings, status, error, language, frame_num,
-    frame_den, upload_expires_at, created_at, updated_at, lead_in_frames";
+    frame_den, upload_expires_at, created_at, updated_at, lead_in_frames, request_id";
 
 fn job_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<JobRow> {
     Ok(JobRow {
@@ -33,6 +34,7 @@ fn job_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<JobRow> {
         created_at: r.get(16)?,
         updated_at: r.get(17)?,
         lead_in_frames: r.get(18)?,
+        request_id: r.get(19)?,
     })
 }
 
@@ -119,9 +121,9 @@ pub fn insert_job(c: &Connection, j: &NewJob) -> rusqlite::Result<()> {
         "INSERT INTO jobs (id, org_id, owner_member_id, api_key_id, folder_id, preset_id,
             name, filename, content_type, size_bytes, declared_seconds,
             price_cents_per_minute, settings, status, language, upload_expires_at,
-            created_at, updated_at)
+            created_at, updated_at, request_id)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 'uploading',
-            ?14, ?15, ?16, ?16)",
+            ?14, ?15, ?16, ?16, ?17)",
         params![
             j.id,
             j.org_id,
@@ -139,6 +141,7 @@ pub fn insert_job(c: &Connection, j: &NewJob) -> rusqlite::Result<()> {
             j.language,
             j.upload_expires_at,
             j.created_at,
+            j.request_id,
         ],
     )?;
     Ok(())
@@ -376,6 +379,23 @@ pub fn extend_lease(c: &Connection, seq: i64, worker: &str, until: i64) -> rusql
         .prepare_cached("UPDATE queue SET lease_until = ?1 WHERE seq = ?2 AND worker = ?3")?
         .execute(params![until, seq, worker])?;
     Ok(n == 1)
+}
+
+/// [`crate::store::Store::queue_stats`]: a row waits when no worker holds it or its lease ran out.
+pub fn queue_stats(c: &Connection, now: i64) -> rusqlite::Result<QueueStats> {
+    c.prepare_cached(
+        "SELECT COUNT(*) FILTER (WHERE worker IS NULL OR lease_until <= ?1),
+                COUNT(*) FILTER (WHERE worker IS NOT NULL AND lease_until > ?1),
+                MIN(enqueued_at) FILTER (WHERE worker IS NULL OR lease_until <= ?1)
+         FROM queue",
+    )?
+    .query_row(params![now], |r| {
+        Ok(QueueStats {
+            waiting: r.get(0)?,
+            running: r.get(1)?,
+            oldest_waiting_at: r.get(2)?,
+        })
+    })
 }
 
 pub fn release_task(

@@ -22,9 +22,9 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use crate::store::pages::Geometry;
 use crate::store::{
     Caller, CleanSource, Formatted, JobProgress, JobRow, KeyClaim, LocalWake, Member,
-    MigrationState, NewJob, NewOrgOwner, ProjectQuery, ProjectRow, Recognized, RevisionRow, Saved,
-    Session, Store, StoreError, StoreResult, StoredWords, Task, TranscriptInfo, TranscriptRow,
-    Wake, WordsEdit,
+    MigrationState, NewJob, NewOrgOwner, ProjectQuery, ProjectRow, QueueStats, Recognized,
+    RevisionRow, Saved, Session, Store, StoreError, StoreResult, StoredWords, Task, TranscriptInfo,
+    TranscriptRow, Wake, WordsEdit,
 };
 
 /// File name of the main database inside the data directory.
@@ -212,6 +212,9 @@ pub(crate) const MAIN_MIGRATIONS: &[&str] = &[
         seconds_left REAL,
         at INTEGER NOT NULL
     );",
+    // 9: the id of the request that created the job, written on the log lines of its pipeline
+    // steps (NULL for jobs created before).
+    "ALTER TABLE jobs ADD COLUMN request_id TEXT;",
 ];
 
 /// Steps of migrations that SQL alone cannot take, run after that version's SQL in its
@@ -821,6 +824,10 @@ impl Store for SqliteStore {
         self.main(|c| c.query_row("SELECT COUNT(*) FROM queue", [], |r| r.get(0)))
     }
 
+    fn queue_stats(&self, now: i64) -> StoreResult<QueueStats> {
+        self.main(|c| jobs::queue_stats(c, now))
+    }
+
     fn balance(&self, org_id: &str) -> StoreResult<i64> {
         self.ledger(|c| ledger::balance(c, org_id))
     }
@@ -956,6 +963,12 @@ mod tests {
                 Ok(())
             })
             .expect("enqueue");
+    }
+
+    #[test]
+    fn the_sqlite_store_keeps_the_queue_stats_contract() {
+        let (_dir, s) = store();
+        crate::store::contract::queue_stats(&s);
     }
 
     #[test]
