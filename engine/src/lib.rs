@@ -25,7 +25,7 @@ pub mod text;
 mod time;
 mod word;
 
-pub use layout::{layout, layout_with_shots, CueSplice, Layout};
+pub use layout::{layout, layout_with_shots, pin, relayout, CueSplice, Layout};
 pub use lead_in::{apply_lead_in, MAX_LEAD_IN_FRAMES};
 pub use settings::{
     ContentProfile, FieldError, ForbiddenRule, PartialSettings, Settings, SubtitleMode,

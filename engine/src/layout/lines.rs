@@ -14,6 +14,13 @@ pub struct Scratch {
     starts: Vec<u32>,
 }
 
+impl Scratch {
+    /// The line starts of the cue [`render`] rendered last (relative to its first unit).
+    pub fn starts(&self) -> &[u32] {
+        &self.starts
+    }
+}
+
 /// A laid-out cue's text.
 pub struct Rendered {
     /// The lines.
@@ -50,10 +57,28 @@ pub fn render(
         let mut l2 = String::with_capacity(p.dash.len() + line_bytes(p, &cue[c + 1..], 0, suffix));
         l2.push_str(&p.dash);
         let g2 = push_line(p, texts, &cue[c + 1..], 0, suffix, &mut l2) + p.dash_len;
+        scratch.starts.clear();
+        scratch.starts.extend([0, c as u32 + 1]);
         return Rendered {
             lines: vec![l1, l2],
             chars: g1 + g2 + 1,
         };
+    }
+    if p.pinned {
+        // The lines the subtitler pinned; a decoration is dropped where it would lengthen a line
+        // past the limit.
+        super::pinned::line_starts(cue, &mut scratch.starts);
+        let last = *scratch.starts.last().unwrap_or(&0) as usize;
+        let first_end = scratch.starts.get(1).map_or(cue.len(), |&e| e as usize);
+        if line_len(&cue[last..]) + suffix > p.max_chars {
+            suffix = 0;
+        }
+        if line_len(&cue[..first_end]) + prefix + if first_end == cue.len() { suffix } else { 0 }
+            > p.max_chars
+        {
+            prefix = 0;
+        }
+        return finish(p, cue, texts, prefix, suffix, scratch);
     }
     // Decorations are dropped where they cannot fit (a one-unit cue that fills its lines).
     let mut k = count_lines(p, cue, prefix, suffix);
@@ -73,6 +98,18 @@ pub fn render(
     } else {
         greedy_breaks(p, cue, prefix, suffix, &mut scratch.starts);
     }
+    finish(p, cue, texts, prefix, suffix, scratch)
+}
+
+/// The cue's lines from `scratch.starts`, the prefix on the first and the suffix on the last.
+fn finish(
+    p: &Params,
+    cue: &[Unit],
+    texts: Texts<'_>,
+    prefix: u32,
+    suffix: u32,
+    scratch: &Scratch,
+) -> Rendered {
     let n = scratch.starts.len();
     let mut lines = Vec::with_capacity(n);
     let mut chars = 0u32;

@@ -16,12 +16,15 @@
 
 mod breaks;
 mod lines;
+mod pinned;
 mod prepare;
 mod segment;
 pub(crate) mod shots;
 mod timing;
 
-use crate::{ContentProfile, Cue, FrameRate, Millis, Settings, SubtitleMode, Word};
+pub use pinned::{pin, relayout};
+
+use crate::{Break, ContentProfile, Cue, FrameRate, Millis, Settings, SubtitleMode, Word};
 use prepare::Texts;
 
 /// The settings as the passes read them, with the mode-dependent numbers worked out once.
@@ -83,6 +86,8 @@ pub(crate) struct Params {
     cuts: Vec<i64>,
     /// Half a second in frames (the shot-change rules' window).
     half: i64,
+    /// The words are pinned: their manual breaks are the whole segmentation ([`pinned`]).
+    pinned: bool,
 }
 
 /// Silence (ms) that always ends a cue outside audiogram mode: showing text through a longer
@@ -228,6 +233,7 @@ impl Params {
             max_dur: s.max_duration.filter(|m| m.0 > 0).map(|m| m.0),
             cuts: Vec::new(),
             half: shots::half_second(fr),
+            pinned: false,
         }
     }
 }
@@ -240,7 +246,7 @@ impl Params {
 /// no cues. Cue times are on the frame grid, sorted, at least `minFramesBetweenSubtitles` frames
 /// apart, and every cue lasts at least one frame.
 pub fn layout(words: &[Word], settings: &Settings, frame_rate: FrameRate) -> Vec<Cue> {
-    layout_with(words, settings, frame_rate, &[], false)
+    layout_with(words, settings, frame_rate, &[], false, None)
 }
 
 /// [`layout`] timed to the picture as well: `shot_changes` are the times of the media's shot
@@ -256,7 +262,7 @@ pub fn layout_with_shots(
     frame_rate: FrameRate,
     shot_changes: &[Millis],
 ) -> Vec<Cue> {
-    layout_with(words, settings, frame_rate, shot_changes, false)
+    layout_with(words, settings, frame_rate, shot_changes, false, None)
 }
 
 /// [`layout_with_shots`], with the general walk for every cue end when `general_only`.
@@ -266,6 +272,7 @@ fn layout_with(
     frame_rate: FrameRate,
     shot_changes: &[Millis],
     general_only: bool,
+    record: Option<&mut Vec<(usize, Break)>>,
 ) -> Vec<Cue> {
     let n = words.len().min(u32::MAX as usize - 1);
     let words = &words[..n];
@@ -281,14 +288,27 @@ fn layout_with(
     let mut p = Params::for_run(settings, frame_rate, forbid.as_ref(), cps, pause_end);
     p.general_only = general_only;
     p.set_cuts(shot_changes, frame_rate);
+    p.pinned = pinned::is_pinned(texts);
     let run = Run {
         p: &p,
         fr: frame_rate,
         texts,
         forbid: forbid.as_ref(),
         pause_end: (p.smart && pause_end).then_some(PAUSE_SENTENCE_MS),
+        record: record.map(std::cell::RefCell::new),
     };
     run.go(State::start(), None, |_| None).0
+}
+
+/// [`layout`] of `words` (not pinned), recording in `out` the breaks that pin its cues and lines
+/// (see [`pinned::pin`]).
+fn layout_recording(
+    words: &[Word],
+    settings: &Settings,
+    frame_rate: FrameRate,
+    out: &mut Vec<(usize, Break)>,
+) {
+    layout_with(words, settings, frame_rate, &[], false, Some(out));
 }
 
 /// The words' reading order (a stable sort by start) when it is not their input order.
@@ -408,6 +428,8 @@ struct Run<'a> {
     texts: Texts<'a>,
     forbid: Option<&'a prepare::Forbid>,
     pause_end: Option<i64>,
+    /// Where to record the breaks that pin each cue and its lines ([`pinned::pin`]).
+    record: Option<std::cell::RefCell<&'a mut Vec<(usize, Break)>>>,
 }
 
 impl Run<'_> {
@@ -470,6 +492,8 @@ impl Run<'_> {
             }
             let end = if k >= n {
                 units.len()
+            } else if p.pinned {
+                pinned::chunk_end(&units, base, base + CHUNK, base + CHUNK + LOOKAHEAD)
             } else {
                 segment::chunk_end(p, &units, base + CHUNK, base + CHUNK + LOOKAHEAD)
             };
@@ -480,6 +504,9 @@ impl Run<'_> {
             };
             for &(i, j) in &ranges {
                 let r = lines::render(p, &units, texts, (i, j), &mut scratch);
+                if let Some(rec) = &self.record {
+                    pinned::record(&units, (i, j), scratch.starts(), &mut rec.borrow_mut());
+                }
                 let first = &units[i];
                 let span = timing::Span {
                     start: first.start,
@@ -747,6 +774,11 @@ impl Layout {
             pause_end,
         );
         p.set_cuts(&under.shots, under.frame_rate);
+        p.pinned = pinned::is_pinned(Texts {
+            words,
+            order: None,
+            arena: "",
+        });
         let run = Run {
             p: &p,
             fr: under.frame_rate,
@@ -757,6 +789,7 @@ impl Layout {
             },
             forbid: forbid.as_ref(),
             pause_end: (p.smart && pause_end).then_some(PAUSE_SENTENCE_MS),
+            record: None,
         };
         run.go(state, marks, stop)
     }
@@ -787,8 +820,10 @@ impl Layout {
             .count();
         let (removed, inserted) = (old.len() - from - tail, new.len() - from - tail);
         let sorted = |w: &[Word]| w.windows(2).all(|p| p[0].start <= p[1].start);
+        let is_pinned = |w: &[Word]| w.last().and_then(|w| w.break_after) == Some(Break::Cue);
         let usable = same_under
             && old.len() == self.words
+            && is_pinned(old) == is_pinned(new)
             && !self.marks.is_empty()
             && sorted(&new[from.saturating_sub(1)..(from + inserted + 1).min(new.len())]);
         let tally = usable
@@ -1252,6 +1287,10 @@ mod tests {
                     den: 1001,
                 },
             ][case % 2];
+            if case % 3 == 2 {
+                // Pinned words (the editor's): updates must follow them as exactly.
+                words = pin(&words, &settings, fr);
+            }
             let mut laid = Layout::new(&words, &settings, fr);
             assert_eq!(laid.cues, layout(&words, &settings, fr), "case {case}");
             for step in 0..20 {
@@ -1326,6 +1365,47 @@ mod tests {
             local * 10 >= edits * 8,
             "{local} of {edits} edits were local"
         );
+    }
+
+    #[test]
+    fn pinned_words_show_the_cues_they_were_pinned_from() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for case in 0..40 {
+            let n = 50 + rng.below(3000) as usize;
+            let words = random_words(&mut rng, n, case % 4 == 3);
+            let settings = Settings {
+                // Every word fits a line: a word cut over a boundary cannot be pinned.
+                max_chars_per_line: [32, 42][rng.below(2) as usize],
+                max_lines_per_subtitle: 1 + rng.below(3) as u32,
+                content_profile: [ContentProfile::Balanced, ContentProfile::Dense]
+                    [rng.below(2) as usize],
+                em_dash_on_speaker_change: rng.below(3) != 0,
+                ellipsis_continuation: rng.below(3) == 0,
+                format_subtitles: case % 5 != 4,
+                split_on_punctuation: rng.below(6) == 0,
+                max_duration: (rng.below(4) == 0).then_some(Millis(3000)),
+                ..Settings::default()
+            };
+            let fr = FrameRate::FPS_25;
+            let cues = layout(&words, &settings, fr);
+            let pinned = pin(&words, &settings, fr);
+            let mut again = layout(&pinned, &settings, fr);
+            for w in again.iter_mut().flat_map(|c| c.words.iter_mut()) {
+                w.break_after = None;
+            }
+            let mut plain = cues.clone();
+            for w in plain.iter_mut().flat_map(|c| c.words.iter_mut()) {
+                w.break_after = None;
+            }
+            if let Some(k) = plain.iter().zip(&again).position(|(a, b)| a != b) {
+                panic!(
+                    "case {case}: cue {k}\n{:?}\n{:?}",
+                    plain.get(k),
+                    again.get(k)
+                );
+            }
+            assert_eq!(plain.len(), again.len(), "case {case}");
+        }
     }
 
     #[test]
@@ -1412,8 +1492,8 @@ mod tests {
                     den: 1001,
                 },
             ][rng.below(2) as usize];
-            let fast = layout_with(&words, &settings, fr, &[], false);
-            let general = layout_with(&words, &settings, fr, &[], true);
+            let fast = layout_with(&words, &settings, fr, &[], false, None);
+            let general = layout_with(&words, &settings, fr, &[], true, None);
             assert_eq!(fast, general, "case {case}: {settings:?}");
         }
     }

@@ -81,6 +81,9 @@ pub fn segment(
     scratch: &mut SegScratch,
     cues: &mut Vec<(usize, usize)>,
 ) {
+    if p.pinned {
+        return super::pinned::segment(units, (base, end), cues);
+    }
     if p.smart {
         // Sized, not cleared: a run writes every entry it reads first (`best[a]` and `headed[a]`
         // at its start, the others at each cue end), so zeroing them was wasted work.
