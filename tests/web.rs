@@ -1168,9 +1168,11 @@ fn an_edit_answers_only_the_cues_it_changed_and_the_patch_gives_the_whole_list()
         let d = r.json();
         assert!(d.get("cues").is_none(), "a patch, not the list");
         let patch = &d["patch"];
+        // (The first edit pins the segmentation: every cue's words gain their manual breaks.)
         assert!(
-            patch["cues"].as_array().map_or(0, Vec::len) <= most
-                && patch["remove"].as_u64() <= Some(most as u64),
+            rev == 0
+                || patch["cues"].as_array().map_or(0, Vec::len) <= most
+                    && patch["remove"].as_u64() <= Some(most as u64),
             "{patch}"
         );
         apply_patch(cues, patch);
@@ -1211,87 +1213,202 @@ fn an_edit_answers_only_the_cues_it_changed_and_the_patch_gives_the_whole_list()
     assert_eq!(r.json()["cues"].as_array().map(Vec::len), Some(40));
 }
 
+/// Puts `words` (stored form) in place of the original transcript's words of job `id`.
+fn store_words(server: &Server, id: &str, words: Vec<Value>) {
+    let count = words.len();
+    let list = Value::Array(words).to_string();
+    let original =
+        format!("SELECT id FROM transcripts WHERE job_id = '{id}' AND kind = 'original'");
+    sql(
+        server,
+        &format!(
+            "DELETE FROM word_pages WHERE transcript_id IN ({original});
+             INSERT INTO word_pages (transcript_id, page, n, words)
+             SELECT id, 0, {count}, '{}' FROM transcripts WHERE id IN ({original})",
+            &list[1..list.len() - 1]
+        ),
+    );
+}
+
 #[test]
-fn cues_the_layout_cut_merge_with_a_join_and_a_merge_it_cannot_keep_is_refused() {
+fn an_edit_in_the_editor_changes_only_its_cues_and_laying_out_again_is_asked_for() {
     let server = Server::start(&[]);
     let org = server.org(1000, &[]);
     let id = ready_job(&server, &org.key, "talk", &server.tone(3), "audio/wav");
+    // Twelve sentences of eight words, 400 ms apart: the layout runs them together, cutting
+    // cues where it likes (not at every sentence end).
+    let mut words = Vec::new();
+    let mut t = 0;
+    for s in 0..12 {
+        for k in 0..8 {
+            let text = if k == 7 {
+                format!("end{s}.")
+            } else {
+                format!("word{k}")
+            };
+            words.push(json!({"t": text, "s": t, "e": t + 300, "p": 0}));
+            t += 340;
+        }
+        t += 400;
+    }
+    store_words(&server, &id, words);
     let web = Web::sign_in(&server, &org.owner);
-    let data = web.get_json(&format!("/editor/{id}/data")).json();
-    let cues = data["cues"].as_array().expect("cues").clone();
-    assert_eq!(cues.len(), 2, "two sentences, two cues: {data}");
-    // No manual break between them: the layout chose the boundary (a sentence end).
-    let at = cues[1]["from"].as_u64().expect("from") as usize;
+    let api_cues = || -> Vec<Value> {
+        let api = server
+            .get(&org.key, &format!("/v1/jobs/{id}/transcript"))
+            .json();
+        api["cues"].as_array().expect("cues").clone()
+    };
+    let data = || web.get_json(&format!("/editor/{id}/data")).json();
+    let check_downloads = |label: &str| {
+        for f in FORMATS {
+            let api = server.get(&org.key, &format!("/v1/jobs/{id}/subtitles?format={f}"));
+            let ours = web.get(&format!("/editor/{id}/download?format={f}"));
+            assert_eq!(ours.body, api.body, "{label}: {f} differs");
+        }
+    };
+    let mut rev = 0;
+    // One edit; the API's cues before and after: every cue but `named` (from cue `k` of the list
+    // before) is byte-identical, text and times, the later ones renumbered.
+    let mut edit = |op: Value, k: usize, named: usize, made: usize| -> Vec<Value> {
+        let before = api_cues();
+        let mut body = op.clone();
+        body["revision"] = json!(rev);
+        let r = web.post_json(&format!("/editor/{id}/edit"), &body);
+        assert_eq!(r.status, 200, "{op}: {}", r.text());
+        rev = r.json()["transcript"]["revision"]
+            .as_i64()
+            .expect("revision");
+        let after = api_cues();
+        assert_eq!(after.len(), before.len() - named + made, "{op}");
+        assert_eq!(after[..k], before[..k], "{op}: the cues before");
+        let strip = |c: &Value| {
+            let mut c = c.clone();
+            c.as_object_mut().map(|o| o.remove("index"));
+            c
+        };
+        let tail = before.len() - k - named;
+        let (a, b) = (&after[after.len() - tail..], &before[before.len() - tail..]);
+        assert_eq!(
+            a.iter().map(strip).collect::<Vec<_>>(),
+            b.iter().map(strip).collect::<Vec<_>>(),
+            "{op}: the cues after"
+        );
+        check_downloads(&op.to_string());
+        after
+    };
+    let cues = data()["cues"].as_array().expect("cues").clone();
+    assert!(cues.len() >= 8, "{cues:?}");
+    let range = |c: &Value| {
+        (
+            c["from"].as_u64().unwrap_or(0),
+            c["to"].as_u64().unwrap_or(0),
+        )
+    };
+    // A text edit of cue 3 that adds words: that cue alone.
+    let (from, to) = range(&cues[3]);
+    let text: Vec<String> = cues[3]["words"]
+        .as_array()
+        .expect("words")
+        .iter()
+        .map(|w| w["text"].as_str().unwrap_or("").to_string())
+        .collect();
+    // (Still ending its sentence: a cue that stops ending one changes the next cue's capital.)
+    let (last, most) = text.split_last().expect("words");
+    let longer = format!(
+        "{} and a good many more words than before {last}",
+        most.join(" ")
+    );
+    edit(
+        json!({"op": "text", "from": from, "to": to, "text": longer}),
+        3,
+        1,
+        1,
+    );
+    // Split cue 5 before its second word: exactly two cues.
+    let cues = data()["cues"].as_array().expect("cues").clone();
+    let (from, _) = range(&cues[5]);
+    edit(json!({"op": "split", "at": from + 1}), 5, 1, 2);
+    // Merge cues 1 and 2: exactly one.
+    let cues = data()["cues"].as_array().expect("cues").clone();
+    let (_, to) = range(&cues[1]);
+    edit(json!({"op": "merge", "at": to}), 1, 2, 1);
+    // A line break in cue 0: that cue, its lines only.
+    let cues = data()["cues"].as_array().expect("cues").clone();
+    let (from, _) = range(&cues[0]);
+    let had = cues[0]["lines"].as_array().map_or(0, Vec::len);
+    let after = edit(json!({"op": "linebreak", "at": from + 2}), 0, 1, 1);
     assert_eq!(
-        cues[0]["words"]
+        after[0]["lines"].as_array().map(Vec::len),
+        Some(had + 1),
+        "{}",
+        after[0]
+    );
+    // The last word of cue 6 to cue 7, then back: those two cues.
+    let cues = data()["cues"].as_array().expect("cues").clone();
+    let (_, to) = range(&cues[6]);
+    let moved = cues[6]["words"]
+        .as_array()
+        .and_then(|w| w.last())
+        .expect("word")["text"]
+        .clone();
+    let after = edit(json!({"op": "movelast", "at": to}), 6, 2, 2);
+    assert_eq!(after[7]["words"][0]["text"], moved);
+    let after = edit(json!({"op": "movefirst", "at": to - 1}), 6, 2, 2);
+    assert_eq!(
+        after[6]["words"]
             .as_array()
             .and_then(|w| w.last())
-            .map(|w| w["br"].clone()),
-        Some(json!(""))
+            .map(|w| w["text"].clone()),
+        Some(moved)
     );
-    let r = web.post_json(
-        &format!("/editor/{id}/edit"),
-        &json!({"revision": 0, "op": "merge", "at": at}),
-    );
-    assert_eq!(r.status, 200, "{}", r.text());
-    let merged = r.json();
-    assert_eq!(merged["cues"].as_array().map(Vec::len), Some(1), "{merged}");
-    assert_eq!(merged["cues"][0]["words"][at - 1]["br"], "join");
-    // Every download follows.
-    let api = server
-        .get(&org.key, &format!("/v1/jobs/{id}/transcript"))
-        .json();
-    assert_eq!(api["cues"].as_array().map(Vec::len), Some(1), "{api}");
-    let srt = server
-        .get(&org.key, &format!("/v1/jobs/{id}/subtitles?format=srt"))
-        .text();
-    assert!(!srt.contains("\r\n2\r\n"), "{srt}");
-    // A split there again, the second cue another speaker's: that merge is refused, saying why.
-    let r = web.post_json(
-        &format!("/editor/{id}/edit"),
-        &json!({"revision": 1, "op": "split", "at": at}),
-    );
-    assert_eq!(r.status, 200, "{}", r.text());
-    let second = r.json()["cues"][1].clone();
-    let r = web.post_json(
-        &format!("/editor/{id}/edit"),
-        &json!({"revision": 2, "op": "speaker", "from": second["from"], "to": second["to"], "speaker": 1}),
-    );
-    assert_eq!(r.status, 200, "{}", r.text());
-    // Two speakers share a cue with dashes (the default); without them that merge is refused.
+    // A narrower line: the settings change re-flows nothing the subtitler has edited.
+    let before = api_cues();
     let r = web.post_json(
         &format!("/editor/{id}/settings"),
-        &json!({"settings": {"emDashOnSpeakerChange": false}}),
+        &json!({"revision": rev, "settings": {"maxCharsPerLine": 20}}),
     );
     assert_eq!(r.status, 200, "{}", r.text());
-    // (A settings change is a revision: 4.)
+    rev = r.json()["transcript"]["revision"]
+        .as_i64()
+        .expect("revision");
+    let lines = |cs: &[Value]| cs.iter().map(|c| c["lines"].clone()).collect::<Vec<_>>();
+    assert_eq!(lines(&api_cues()), lines(&before));
+    // Laying everything out again is asked for: the dry run says how many cues change and saves
+    // nothing; then it is done.
+    let n = data()["words"].as_array().map(Vec::len);
+    let words = data()["cues"]
+        .as_array()
+        .and_then(|c| c.last())
+        .map(|c| c["to"].clone())
+        .expect("cues");
     let r = web.post_json(
         &format!("/editor/{id}/edit"),
-        &json!({"revision": 4, "op": "merge", "at": at}),
-    );
-    assert_eq!(r.status, 400, "{}", r.text());
-    assert!(r.text().contains("two speakers"), "{}", r.text());
-    // Nothing was saved.
-    let now = web.get_json(&format!("/editor/{id}/data")).json();
-    assert_eq!(now["transcript"]["revision"], 4);
-    assert_eq!(now["cues"].as_array().map(Vec::len), Some(2));
-    // Too long for the limits together: refused with the limits named.
-    let r = web.post_json(
-        &format!("/editor/{id}/settings"),
-        &json!({"settings": {"maxCharsPerLine": 12, "maxLinesPerSubtitle": 1}}),
+        &json!({"revision": rev, "op": "relayout", "from": 0, "to": words, "dryRun": true}),
     );
     assert_eq!(r.status, 200, "{}", r.text());
-    let narrow = r.json();
-    let rev = narrow["transcript"]["revision"].as_i64().expect("revision");
-    // The second speaker's first two cues.
-    let second = narrow["cues"][2].clone();
-    assert_eq!(second["speaker"], 1, "{narrow}");
+    let preview = r.json();
+    let changes = preview["changes"].as_u64().expect("changes");
+    assert!(changes > 0, "{preview}");
+    assert_eq!(
+        data()["transcript"]["revision"],
+        json!(rev),
+        "a dry run saves nothing ({n:?})"
+    );
     let r = web.post_json(
         &format!("/editor/{id}/edit"),
-        &json!({"revision": rev, "op": "merge", "at": second["from"]}),
+        &json!({"revision": rev, "op": "relayout", "from": 0, "to": words}),
     );
-    assert_eq!(r.status, 400, "{}", r.text());
-    assert!(r.text().contains("1 line of 12 characters"), "{}", r.text());
+    assert_eq!(r.status, 200, "{}", r.text());
+    let after = api_cues();
+    assert_eq!(
+        after.len() as u64,
+        preview["after"].as_u64().expect("after")
+    );
+    assert!(after.iter().all(|c| c["lines"].as_array().is_some_and(|l| l
+        .iter()
+        .all(|l| l.as_str().is_some_and(|l| l.chars().count() <= 20)))));
+    check_downloads("after laying out again");
 }
 
 #[test]

@@ -140,11 +140,13 @@ def nothing_lost(page, ctx, errors):
     area = open_text(page, 1)
     words = area.input_value().split()
     area.fill(area.input_value().replace("lovely", "lovely old", 1))
-    caret_before(area, words[2])
+    # (The split left cue 1 as it was cut: "lovely" and the words after it in that cue.)
+    assert len(words) >= 2 and words[0] == "lovely", words
+    caret_before(area, words[-1])
     page.click("#linebreak")
     rev += 2  # the text, then the line break
     revision(page, rev)
-    assert "lovely old" in api_text(job) and "|" + words[2] in api_text(job), (words, api_text(job))
+    assert "lovely old" in api_text(job) and "|" + words[-1] in api_text(job), (words, api_text(job))
 
     step("leaving the page with typed text asks first, and a reload brings the text back")
     dialogs = []
@@ -295,6 +297,14 @@ def the_timeline(page):
     print(f"   typed {typed}: start {start} -> {got} ms", flush=True)
 
     step("the subtitle over the playing video is the cue at the player's time, with its line breaks")
+    # A line break in the first cue (edits keep the lines the subtitler left, so make one).
+    page.locator("li.cue").first.locator(".w").nth(2).click()
+    page.click("#linebreak")
+    waited = 0
+    while "|" not in api_cues(job)[0][2] and waited < 10000:
+        page.wait_for_timeout(200)
+        waited += 200
+    assert "|" in api_cues(job)[0][2], api_cues(job)
     cues = [(c["start"] * 1000, c["end"] * 1000, "|".join(c["lines"])) for c in json.loads(api(f"/v1/jobs/{job}/transcript"))["cues"]]
     page.evaluate("document.querySelector('video').currentTime = 0")
     page.click("#play")
@@ -409,24 +419,36 @@ with sync_playwright() as pw:
     def cue_starts():
         return [c.locator(".w").first.inner_text() for c in page.locator("li.cue").all()]
 
+    def only_changed(before, after, k, named, made):
+        # Every cue but cues k..k+named of `before` (k..k+made after) is byte-identical in the
+        # API, text with its line breaks and times.
+        assert len(after) == len(before) - named + made, (before, after)
+        assert after[:k] == before[:k], (k, before, after)
+        assert after[k + made:] == before[k + named:], (k, before, after)
+
     target = page.locator("li.cue").nth(1).locator(".w").nth(5)
     word_text = target.inner_text()
     target.click()
+    before = api_cues(cfg["audio"])
     page.click("#split")
     revision(page, 2)
-    # The split word now opens a cue; the layout may regroup the words before it (a short part
-    # that could not be read in its time joins the sentence before it), so the count may not grow.
+    # The split word now opens a cue: exactly two where there was one, nothing else moved.
     starts = cue_starts()
     assert word_text in starts, (word_text, starts)
+    assert len(starts) == n + 1, (n, starts)
+    only_changed(before, api_cues(cfg["audio"]), 1, 1, 2)
     # A word more in the cue before the split: the answer carries the changed cues only, the page
     # moves every later word's index by one and shows what a reload shows.
-    middle = page.locator("li.cue").nth(starts.index(word_text) - 1)
+    m = starts.index(word_text) - 1
+    middle = page.locator("li.cue").nth(m)
     middle.focus()
     page.keyboard.press("Enter")
     area = middle.locator("textarea")
+    before = api_cues(cfg["audio"])
     area.fill("Well " + area.input_value())
     area.press("Enter")
     revision(page, 3)
+    only_changed(before, api_cues(cfg["audio"]), m, 1, 1)
     shown = listing(page)
     assert any(":Well " in c for c in shown), shown
     page.reload()
@@ -434,10 +456,12 @@ with sync_playwright() as pw:
     assert listing(page) == shown, (shown, listing(page))
     # Merged with the cue after it: the two shown cues become one.
     before_merge = cue_count(page)
-    page.locator("li.cue").nth(starts.index(word_text) - 1).click()
+    before = api_cues(cfg["audio"])
+    page.locator("li.cue").nth(m).click()
     page.keyboard.press("Alt+m")
     revision(page, 4)
     assert cue_count(page) == before_merge - 1, (before_merge, listing(page))
+    only_changed(before, api_cues(cfg["audio"]), m, 2, 1)
 
     step("set a line break, then undo it")
     def line_starts():
@@ -447,9 +471,13 @@ with sync_playwright() as pw:
     word_text = target.inner_text()
     assert word_text not in line_starts(), (word_text, line_starts())
     target.click()
+    before = api_cues(cfg["audio"])
     page.click("#linebreak")
     revision(page, 5)
     assert word_text in line_starts(), (word_text, line_starts())
+    last = len(before) - 1
+    only_changed(before, api_cues(cfg["audio"]), last, 1, 1)
+    assert api_cues(cfg["audio"])[last][2].replace("|", " ") == before[last][2].replace("|", " ")
     page.click("#undo")
     revision(page, 6)
     assert word_text not in line_starts(), line_starts()
@@ -457,39 +485,78 @@ with sync_playwright() as pw:
     revision(page, 7)
     assert word_text in line_starts(), line_starts()
 
+    step("move a word to the next cue and back, lay out again")
+    page.locator("li.cue").first.click()
+    before = api_cues(cfg["audio"])
+    moved = page.locator("li.cue").first.locator(".w").last.inner_text()
+    page.keyboard.press("Alt+n")
+    revision(page, 8)
+    after = api_cues(cfg["audio"])
+    only_changed(before, after, 0, 2, 2)
+    assert page.locator("li.cue").nth(1).locator(".w").first.inner_text() == moved
+    page.locator("li.cue").first.click()
+    page.click("#movefirst")
+    revision(page, 9)
+    # Back where it was: the whole list as before, byte for byte.
+    assert api_cues(cfg["audio"]) == before, (before, api_cues(cfg["audio"]))
+    # A narrower line re-flows nothing the subtitler edited; laying everything out again is
+    # asked for, with the number of cues it changes.
+    page.locator("#settings-panel summary").click()
+    page.fill('input[name="maxCharsPerLine"]', "16")
+    page.click('#settings-form button[type="submit"]')
+    revision(page, 10)
+    assert api_cues(cfg["audio"]) == before, (before, api_cues(cfg["audio"]))
+    page.click("#relayout-all")
+    expect(page.locator("#confirm")).to_be_visible()
+    expect(page.locator("#confirm-text")).to_contain_text(re.compile(r"\d+ cues? will change"))
+    page.click("#confirm-ok")
+    revision(page, 11)
+    relaid = api_cues(cfg["audio"])
+    assert relaid != before and all(len(l) <= 16 for c in relaid for l in c[2].split("|")), relaid
+    download = page.evaluate(f"fetch('/editor/{cfg['audio']}/download?format=srt').then((r) => r.text())")
+    assert download.encode() == api(f"/v1/jobs/{cfg['audio']}/subtitles?format=srt"), download
+    page.click("#undo")
+    revision(page, 12)
+    # (Set back by hand, not undone: a restore's settings are not yet seen by a later restore's
+    # search of the history, a known defect of issue 22.)
+    page.fill('input[name="maxCharsPerLine"]', "42")
+    page.click('#settings-form button[type="submit"]')
+    revision(page, 13)
+    assert api_cues(cfg["audio"]) == before, (before, api_cues(cfg["audio"]))
+
     step("a second page editing the same project gets the conflict")
     second = ctx.new_page()
     second.goto(BASE + "/editor/" + cfg["audio"])
-    revision(second, 7)
+    revision(second, 13)
     page.fill("#speaker", "2")
     page.locator("li.cue").first.click()
     page.fill("#speaker", "2")
     page.click("#speaker-cue")
-    revision(page, 8)
+    revision(page, 14)
     second.locator("li.cue").first.click()
     second.locator("li.cue").nth(1).locator(".w").nth(3).click()
     second.click("#split")
     expect(second.locator("#conflict")).to_be_visible()
-    expect(second.locator("#conflict-rev")).to_have_text("8")
+    expect(second.locator("#conflict-rev")).to_have_text("14")
     second.click("#conflict-reload")
-    revision(second, 8)
+    revision(second, 14)
     second.close()
 
     step("restore a revision from the history")
     page.reload()
-    revision(page, 8)
+    revision(page, 14)
     page.click('#history li[data-revision="0"] button')
     # Restoring changes many cues: the page asks first.
     expect(page.locator("#confirm-text")).to_contain_text("revision 0")
     page.click("#confirm-ok")
-    revision(page, 9)
+    revision(page, 15)
     expect(page.locator("li.cue").first).to_contain_text("Hello world.")
 
     step("merge two cues the layout cut at a sentence end (no manual break)")
     n = cue_count(page)
     page.locator("li.cue").first.click()
     page.click("#merge")
-    revision(page, 10)
+    revision(page, 16)
     assert cue_count(page) == n - 1, (n, cue_count(page))
     expect(page.locator("li.cue").first).to_contain_text("Hello world.")
     expect(page.locator("li.cue").first).to_contain_text("subtitles.")
@@ -499,26 +566,34 @@ with sync_playwright() as pw:
     end_before = page.locator("li.cue").first.get_attribute("aria-label")
     page.locator("li.cue").first.click()
     page.click("#end-minus")
-    revision(page, 11)
+    revision(page, 17)
     expect(page.locator("#notice")).to_be_visible()
     expect(page.locator("#notice")).to_contain_text("end stays at")
     assert page.locator("li.cue").first.get_attribute("aria-label") == end_before
     page.screenshot(path=cfg["shots"] + "/editor-nudge-held.png", full_page=True)
 
-    step("change a layout setting: the cues are laid out again at once")
-    lines_before = page.locator("li.cue .line").count()
-    page.click("#settings-panel summary")
+    step("change a layout setting: edited cues keep their lines until laid out again")
+    lines_before = page.locator("li.cue .line").all_inner_texts()
+    if not page.locator("#settings-panel").evaluate("(d) => d.open"):
+        page.click("#settings-panel summary")
     page.fill('#settings-form input[name="maxCharsPerLine"]', "16")
     page.click("#settings-form button[type=submit]")
+    revision(page, 18)
     expect(page.locator('#settings-form input[name="maxCharsPerLine"]')).to_have_value("16")
-    wait_js(page, f"document.querySelectorAll('li.cue .line').length > {lines_before}")
-    assert max(len(t) for t in page.locator("li.cue .line").all_inner_texts()) <= 16
-    revision(page, 12)
+    assert page.locator("li.cue .line").all_inner_texts() == lines_before
     expect(page.locator("#history")).to_contain_text("Layout settings: maxCharsPerLine 16")
+    page.click("#relayout-all")
+    expect(page.locator("#confirm-text")).to_contain_text(re.compile(r"\d+ cues? will change"))
+    page.click("#confirm-ok")
+    revision(page, 19)
+    assert page.locator("li.cue .line").count() > len(lines_before)
+    assert max(len(t) for t in page.locator("li.cue .line").all_inner_texts()) <= 16
 
-    step("undo brings the settings back (a settings change is a revision)")
+    step("undo brings the layout and the settings back (a settings change is a revision)")
     page.click("#undo")
-    revision(page, 13)
+    revision(page, 20)
+    page.click("#undo")
+    revision(page, 21)
     expect(page.locator('#settings-form input[name="maxCharsPerLine"]')).to_have_value("42")
     wait_js(page, "Array.from(document.querySelectorAll('li.cue .line')).some((l) => l.textContent.length > 16)")
     page.screenshot(path=cfg["shots"] + "/editor-settings-undone.png", full_page=True)
@@ -536,7 +611,7 @@ with sync_playwright() as pw:
     step("a lead-in set in the panel: the editor's downloads start cues earlier, the API's do not")
     page.fill('#settings-form input[name="inCueLeadInFrames"]', "2")
     page.click("#settings-form button[type=submit]")
-    revision(page, 14)
+    revision(page, 22)
     expect(page.locator("#history")).to_contain_text("Layout settings: inCueLeadInFrames 2")
     with page.expect_download() as info:
         page.click('a.download[data-format="srt"]')
@@ -555,7 +630,7 @@ with sync_playwright() as pw:
     assert ours != theirs and ours.count(" --> ") == theirs.count(" --> ")
     print("   first cue", t_start, "->", o_start, flush=True)
     page.click("#undo")
-    revision(page, 15)
+    revision(page, 23)
     expect(page.locator('#settings-form input[name="inCueLeadInFrames"]')).to_have_value("0")
     with page.expect_download() as info:
         page.click('a.download[data-format="srt"]')

@@ -300,6 +300,8 @@ function selectCue(k, focus = true) {
   state.cue = Math.max(0, Math.min(cues.length - 1, k));
   const cue = cues[state.cue];
   if (state.word === null || state.word < cue.from || state.word >= cue.to) state.word = cue.from;
+  // The re-layout range starts as the selected cue.
+  $("relayout-from").value = $("relayout-to").value = String(state.cue + 1);
   markSelection();
   const li = document.querySelector(`li.cue[data-k="${state.cue}"]`);
   if (focus && li) {
@@ -813,6 +815,36 @@ const ops = {
     if (at <= cue.from) return problem("Select a word after the first of the cue to break the line before it.");
     return edit({ op: "linebreak", at });
   },
+  movelast() {
+    const cue = currentCue();
+    if (!cue || !state.data.cues[state.cue + 1]) return problem("There is no next cue to move the word to.");
+    return edit({ op: "movelast", at: cue.to });
+  },
+  movefirst() {
+    const cue = currentCue();
+    if (!cue || !state.data.cues[state.cue + 1]) return problem("There is no next cue to take a word from.");
+    return edit({ op: "movefirst", at: cue.to });
+  },
+  // Lays cues [a, b] (1-based, inclusive) out again under the settings, after a confirmation
+  // that says how many cues will change (the server's dry run).
+  async relayout(a, b) {
+    const cues = state.data?.cues ?? [];
+    if (!cues.length) return;
+    a = Math.max(1, Math.min(a, cues.length));
+    b = Math.max(a, Math.min(b, cues.length));
+    const range = { op: "relayout", from: cues[a - 1].from, to: cues[b - 1].to };
+    const preview = await post("edit", { ...range, dryRun: true });
+    if (!preview) return;
+    savedState();
+    const what = a === 1 && b === cues.length ? "all cues" : a === b ? `cue ${a}` : `cues ${a} to ${b}`;
+    if (preview.changes === 0) return info(`Laying out ${what} again changes nothing.`);
+    const ok = await confirmBox(
+      `Lay out ${what} again under the layout settings? ${preview.changes} cue${preview.changes === 1 ? "" : "s"} will change (${b - a + 1} now, ${preview.after - preview.cues + b - a + 1} after). Undo brings them back.`,
+      `Change ${preview.changes} cue${preview.changes === 1 ? "" : "s"}`,
+    );
+    if (!ok) return;
+    return edit(range);
+  },
   nudge(edge, frames) {
     const cue = currentCue();
     if (cue) return edit({ op: "nudge", from: cue.from, to: cue.to, edge, frames, time: edge === "start" ? cue.start : cue.end });
@@ -936,7 +968,7 @@ async function applySettings() {
   }
   keepSelection(() => apply(data));
   if (data.transcript && data.transcript.revision !== before && !data.notice) {
-    info("The cues were laid out again under the new settings. Undo (Ctrl+Z) brings the previous layout and settings back.");
+    info("Settings applied. Cues you have edited keep their segmentation: “Lay out all again” applies the new settings to every cue (it says how many change first).");
   }
 }
 
@@ -1141,6 +1173,10 @@ $("redo").addEventListener("click", ops.redo);
 $("split").addEventListener("click", ops.split);
 $("merge").addEventListener("click", ops.merge);
 $("linebreak").addEventListener("click", ops.linebreak);
+$("movelast").addEventListener("click", () => ops.movelast());
+$("movefirst").addEventListener("click", () => ops.movefirst());
+$("relayout").addEventListener("click", () => ops.relayout(Number($("relayout-from").value), Number($("relayout-to").value)));
+$("relayout-all").addEventListener("click", () => ops.relayout(1, state.data?.cues.length ?? 1));
 $("start-minus").addEventListener("click", () => ops.nudge("start", -1));
 $("start-plus").addEventListener("click", () => ops.nudge("start", 1));
 $("end-minus").addEventListener("click", () => ops.nudge("end", -1));
@@ -1213,6 +1249,8 @@ document.addEventListener("keydown", (e) => {
       KeyS: ops.split,
       KeyM: ops.merge,
       KeyL: ops.linebreak,
+      KeyN: ops.movelast,
+      KeyB: ops.movefirst,
       KeyI: () => ops.atPlayhead("start"),
       KeyO: () => ops.atPlayhead("end"),
       BracketLeft: () => ops.nudge(e.shiftKey ? "end" : "start", -1),

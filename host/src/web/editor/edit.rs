@@ -65,9 +65,23 @@ pub async fn edit(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
     let value = db(app, move |c| {
         let member = session.member;
         let (job, tid, expected, stored) = load_for_edit(c, &member, &jid, &body)?;
-        let frame = job_frame_rate(&job).frames_duration(1);
-        let mut words = stored.words.clone();
+        let fr = job_frame_rate(&job);
+        let frame = fr.frames_duration(1);
+        let settings = job_settings(&job).map_err(|e| WebError::Internal(e.message()))?;
+        // The first edit pins the segmentation as it is shown: from then on every cue boundary
+        // and line break is the subtitler's (docs/decisions/editor.md, "Local edits").
+        let mut words = cuecraft_engine::pin(&stored.words, &settings, fr);
         let mut body = body;
+        if body.get("op").and_then(Value::as_str) == Some("relayout")
+            && body.get("dryRun").and_then(Value::as_bool) == Some(true)
+        {
+            let range = relayout_range(&body, words.len())?;
+            let again = cuecraft_engine::relayout(&words, &settings, fr, range);
+            return Ok(
+                serde_json::to_vec(&relayout_preview(&stored.words, &again, &settings, fr))
+                    .unwrap_or_default(),
+            );
+        }
         let merge = body.get("op").and_then(Value::as_str) == Some("merge");
         let mut merged = (0, 0);
         if merge {
@@ -88,11 +102,17 @@ pub async fn edit(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
             body["from"] = json!(merged.0);
             body["to"] = json!(merged.1);
         }
-        let note = apply_op(&mut words, &body, frame)?;
+        let note = match body.get("op").and_then(Value::as_str) {
+            Some("relayout") => {
+                let range = relayout_range(&body, words.len())?;
+                words = cuecraft_engine::relayout(&words, &settings, fr, range);
+                "Laid cues out again".to_string()
+            }
+            _ => apply_op(&mut words, &body, frame)?,
+        };
         // A merge the layout cannot keep is refused (the merged words not in one cue), saying
         // why.
         let merged_words = words.get(merged.0..merged.1).unwrap_or_default().to_vec();
-        let settings = job_settings(&job).map_err(|e| WebError::Internal(e.message()))?;
         let check = |view: &View| match merge {
             true => check_merge(&merged_words, merged, &settings, &view.layout.cues),
             false => Ok(()),
@@ -119,8 +139,38 @@ pub async fn edit(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
     Ok(json_bytes(value))
 }
 
+/// The words `[from, to)` a re-layout names (the words of a range of cues, or all of them).
+fn relayout_range(body: &Value, n: usize) -> Result<(usize, usize), WebError> {
+    let (from, to) = (usize_field(body, "from")?, usize_field(body, "to")?);
+    if from >= to || to > n {
+        return Err(WebError::BadRequest(
+            "The cues' words are out of range.".into(),
+        ));
+    }
+    Ok((from, to))
+}
+
+/// What laying words out again would change, for the page's confirmation: `{changes, cues,
+/// after}` (cues of the new layout that are not cues of the old one, and the two counts).
+fn relayout_preview(
+    old: &[Word],
+    pinned: &[Word],
+    settings: &cuecraft_engine::Settings,
+    fr: cuecraft_engine::FrameRate,
+) -> Value {
+    let before = layout(old, settings, fr);
+    let after = layout(pinned, settings, fr);
+    let shown: std::collections::HashSet<_> =
+        before.iter().map(|c| (c.start, c.end, &c.lines)).collect();
+    let changes = after
+        .iter()
+        .filter(|c| !shown.contains(&(c.start, c.end, &c.lines)))
+        .count();
+    json!({"changes": changes, "cues": before.len(), "after": after.len()})
+}
+
 /// The stored words of each cue, by index.
-pub(super) fn cue_ranges(cues: &[cuecraft_engine::Cue]) -> Vec<(usize, usize)> {
+pub(in crate::web::editor) fn cue_ranges(cues: &[cuecraft_engine::Cue]) -> Vec<(usize, usize)> {
     let mut from = 0;
     cues.iter()
         .map(|c| {

@@ -38,6 +38,37 @@ pub fn apply_op(words: &mut Vec<Word>, op: &Value, frame: Millis) -> Result<Stri
                 Millis::ZERO
             };
             let hi = words.get(to).map(|w| w.start).unwrap_or(words[to - 1].end);
+            if pinned(words) {
+                // The cue keeps its time: new words share it, and its end stays its own.
+                let lo = words[from].start;
+                let hi = words[from..to].iter().map(|w| w.end).max().unwrap_or(lo);
+                let ends_cue = words[from..to]
+                    .iter()
+                    .any(|w| w.break_after == Some(Break::Cue));
+                let mut new = super::super::align_text(&words[from..to], text, lo, hi);
+                for w in &mut new {
+                    if w.break_after == Some(Break::Cue) {
+                        w.break_after = None;
+                    }
+                }
+                // The cue keeps its time on screen: its first word starts where the first did
+                // and its last ends where the last did, whichever words those now are.
+                if let Some(w) = new.iter_mut().find(|w| !w.text.trim().is_empty()) {
+                    w.start = lo;
+                }
+                if let Some(w) = new.iter_mut().rev().find(|w| !w.text.trim().is_empty()) {
+                    w.end = hi.max(w.start);
+                }
+                if ends_cue {
+                    let last = new.iter().rposition(|w| !w.text.trim().is_empty());
+                    if let Some(w) = last.and_then(|k| new.get_mut(k)) {
+                        w.break_after = Some(Break::Cue);
+                    }
+                }
+                words.splice(from..to, new);
+                keep_pinned(words);
+                return Ok("Edited text".into());
+            }
             let new = super::super::align_text(&words[from..to], text, lo, hi);
             words.splice(from..to, new);
             Ok("Edited text".into())
@@ -59,6 +90,12 @@ pub fn apply_op(words: &mut Vec<Word>, op: &Value, frame: Millis) -> Result<Stri
                     "There is no word boundary there.".into(),
                 ));
             }
+            if pinned(words) {
+                // Exactly the two cues, each keeping its lines.
+                let w = cue_end_before(words, at)?;
+                words[w].break_after = Some(Break::Line);
+                return Ok("Merged cues".into());
+            }
             for w in &mut words[from..to - 1] {
                 if w.break_after != Some(Break::Line) {
                     w.break_after = Some(Break::Join);
@@ -73,12 +110,16 @@ pub fn apply_op(words: &mut Vec<Word>, op: &Value, frame: Millis) -> Result<Stri
                     "There is no word boundary there.".into(),
                 ));
             }
+            let pinned_last = pinned(words);
             let w = &mut words[at - 1];
             match kind {
                 "split" => {
                     w.break_after = Some(Break::Cue);
                     Ok("Split a cue".into())
                 }
+                _ if w.break_after == Some(Break::Cue) && pinned_last => Err(WebError::BadRequest(
+                    "That word ends its cue: a line break goes inside a cue.".into(),
+                )),
                 _ => {
                     w.break_after = if w.break_after == Some(Break::Line) {
                         None
@@ -87,6 +128,48 @@ pub fn apply_op(words: &mut Vec<Word>, op: &Value, frame: Millis) -> Result<Stri
                     };
                     Ok("Line break".into())
                 }
+            }
+        }
+        "movelast" | "movefirst" => {
+            // `at`: the first word of the next cue. The cue boundary moves one word back (the
+            // cue's last word starts the next cue) or on (the next cue's first word ends this
+            // one); the words keep their times, every other break stays.
+            let at = usize_field(op, "at")?;
+            if at == 0 || at >= words.len() || !pinned(words) {
+                return Err(WebError::BadRequest(
+                    "There is no cue boundary there.".into(),
+                ));
+            }
+            let end = cue_end_before(words, at)?;
+            let visible = |w: &Word| !w.text.trim().is_empty();
+            if kind == "movelast" {
+                let prev = (0..end)
+                    .rev()
+                    .take_while(|&k| words[k].break_after != Some(Break::Cue))
+                    .find(|&k| visible(&words[k]))
+                    .ok_or_else(|| {
+                        WebError::BadRequest(
+                            "The cue has one word: merge it with the next instead.".into(),
+                        )
+                    })?;
+                words[prev].break_after = Some(Break::Cue);
+                words[end].break_after = None;
+                Ok("Moved a word to the next cue".into())
+            } else {
+                let next = (end + 1..words.len())
+                    .find(|&k| visible(&words[k]))
+                    .filter(|&k| words[k].break_after != Some(Break::Cue))
+                    .ok_or_else(|| {
+                        WebError::BadRequest("The next cue has one word: merge it instead.".into())
+                    })?;
+                if (end + 1..next).any(|k| words[k].break_after == Some(Break::Cue)) {
+                    return Err(WebError::BadRequest(
+                        "There is no cue boundary there.".into(),
+                    ));
+                }
+                words[end].break_after = None;
+                words[next].break_after = Some(Break::Cue);
+                Ok("Moved a word back from the next cue".into())
             }
         }
         "nudge" => {
@@ -185,6 +268,28 @@ pub fn apply_op(words: &mut Vec<Word>, op: &Value, frame: Millis) -> Result<Stri
     }
 }
 
+/// Whether `words` are pinned (`engine::pin`): their manual breaks are the whole segmentation.
+pub fn pinned(words: &[Word]) -> bool {
+    words.last().and_then(|w| w.break_after) == Some(Break::Cue)
+}
+
+/// A text edit that emptied the last cue leaves words still pinned.
+fn keep_pinned(words: &mut [Word]) {
+    if let Some(w) = words.last_mut() {
+        w.break_after = Some(Break::Cue);
+    }
+}
+
+/// The word whose manual cue break ends the cue before word `at` (pinned words): the last one
+/// before `at` with a break, which must be a cue break.
+fn cue_end_before(words: &[Word], at: usize) -> Result<usize, WebError> {
+    (0..at.min(words.len()))
+        .rev()
+        .find(|&k| words[k].break_after == Some(Break::Cue) || !words[k].text.trim().is_empty())
+        .filter(|&k| words[k].break_after == Some(Break::Cue))
+        .ok_or_else(|| WebError::BadRequest("That is not the start of a cue.".into()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,5 +362,264 @@ mod tests {
             Millis(40)
         )
         .is_err());
+    }
+}
+
+/// The promise of pinned words (issue 22, item 2): over random sequences of edits, every cue an
+/// edit does not name stays exactly as it was (times, lines, words).
+#[cfg(test)]
+mod local_edits {
+    use super::*;
+    use crate::web::editor::edit::cue_ranges;
+    use cuecraft_engine::{layout, pin, Cue, FrameRate, Settings};
+    use serde_json::json;
+
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 % n as u64) as usize
+        }
+    }
+
+    const VOCAB: [&str; 14] = [
+        "the",
+        "river",
+        "moved",
+        "quickly.",
+        "and",
+        "valley,",
+        "nobody",
+        "station",
+        "I",
+        "yes?",
+        "thousand",
+        "years.",
+        "électricité",
+        "a",
+    ];
+
+    fn transcript(rng: &mut Rng, n: usize) -> Vec<Word> {
+        let mut t = 0i64;
+        (0..n)
+            .map(|_| {
+                t += [20, 60, 150, 400, 900][rng.below(5)];
+                let d = 120 + rng.below(400) as i64;
+                let speaker = u32::from(rng.below(25) == 0);
+                let w = Word::new(
+                    VOCAB[rng.below(VOCAB.len())],
+                    Millis(t),
+                    Millis(t + d),
+                    speaker,
+                );
+                t += d;
+                w
+            })
+            .collect()
+    }
+
+    /// One random edit of cue `k` (and the next): the op, the cues it names, and whether the
+    /// next cue may change its lines (a text edit that changes whether the cue ends a sentence:
+    /// the next cue's capital and `...` follow).
+    fn random_op(rng: &mut Rng, cues: &[Cue], k: usize) -> (Value, usize) {
+        let ranges = cue_ranges(cues);
+        let (from, to) = ranges[k];
+        let last = k + 1 == cues.len();
+        match rng.below(7) {
+            0 | 1 => {
+                let mut t: Vec<String> = cues[k].words.iter().map(|w| w.text.to_string()).collect();
+                let word = VOCAB[rng.below(VOCAB.len())].to_string();
+                let at = rng.below(t.len() + 1);
+                match rng.below(4) {
+                    0 => t.insert(at, word),
+                    1 if t.len() > 1 => {
+                        t.remove(at.min(t.len() - 1));
+                    }
+                    2 => t.push(format!("{word} again.")),
+                    _ => {
+                        let last = t.len() - 1;
+                        t[at.min(last)] = word;
+                    }
+                }
+                (
+                    json!({"op": "text", "from": from, "to": to, "text": t.join(" ")}),
+                    1,
+                )
+            }
+            2 if to - from >= 2 => (
+                json!({"op": "split", "at": from + 1 + rng.below(to - from - 1)}),
+                1,
+            ),
+            3 if to - from >= 2 => (
+                json!({"op": "linebreak", "at": from + 1 + rng.below(to - from - 1)}),
+                1,
+            ),
+            4 if !last => (
+                json!({"op": "merge", "at": to, "from": from, "to": ranges[k + 1].1}),
+                2,
+            ),
+            5 if !last => (json!({"op": "movelast", "at": to}), 2),
+            6 if !last => (json!({"op": "movefirst", "at": to}), 2),
+            _ => (json!({"op": "nothing"}), 0),
+        }
+    }
+
+    fn ends_sentence(c: &Cue) -> bool {
+        c.words
+            .last()
+            .is_some_and(|w| cuecraft_engine::punctuate::ends_sentence(&w.text))
+    }
+
+    /// What a cue shows, its number and the words' manual breaks aside.
+    fn shown(
+        c: &Cue,
+    ) -> (
+        Millis,
+        Millis,
+        u32,
+        Vec<String>,
+        Vec<(String, Millis, Millis)>,
+    ) {
+        let words = c
+            .words
+            .iter()
+            .map(|w| (w.text.to_string(), w.start, w.end))
+            .collect();
+        (c.start, c.end, c.speaker, c.lines.clone(), words)
+    }
+
+    #[test]
+    fn an_edit_changes_only_the_cues_it_names() {
+        let mut rng = Rng(0x5851_f42d_4c95_7f2d);
+        let mut checked = 0;
+        for case in 0..60 {
+            let settings = Settings {
+                max_chars_per_line: [32, 42][rng.below(2)],
+                max_lines_per_subtitle: 1 + rng.below(2) as u32,
+                ellipsis_continuation: rng.below(3) == 0,
+                format_subtitles: case % 5 != 4,
+                min_frames_between_subtitles: rng.below(4) as u32,
+                max_duration: (rng.below(4) == 0).then_some(Millis(3000)),
+                ..Settings::default()
+            };
+            let fr = FrameRate::FPS_25;
+            let frame = fr.frames_duration(1);
+            let n = 20 + rng.below(300);
+            let mut words = pin(&transcript(&mut rng, n), &settings, fr);
+            for step in 0..25 {
+                let before = layout(&words, &settings, fr);
+                if before.is_empty() {
+                    break;
+                }
+                let k = rng.below(before.len());
+                let (op, named) = random_op(&mut rng, &before, k);
+                if named == 0 {
+                    continue;
+                }
+                let mut edited = words.clone();
+                if apply_op(&mut edited, &op, frame).is_err() {
+                    // Refused (a move out of a one-word cue): nothing changed.
+                    continue;
+                }
+                assert!(pinned(&edited), "case {case} step {step}: {op}");
+                let after = layout(&edited, &settings, fr);
+                let ctx = || format!("case {case} step {step}: {op}");
+                // Every cue before the edited ones is the same.
+                // (The `...` ending the cue before follows its speaker: when an edit changes the
+                // speaker the edited cue starts with, that cue's lines may change, nothing else.)
+                let speaker_changed = after.get(k).map(|c| c.speaker) != Some(before[k].speaker);
+                for j in 0..k {
+                    if j + 1 == k && speaker_changed {
+                        let (a, b) = (&after[j], &before[j]);
+                        assert_eq!(
+                            (a.start, a.end, &a.words),
+                            (b.start, b.end, &b.words),
+                            "{}",
+                            ctx()
+                        );
+                        continue;
+                    }
+                    assert_eq!(
+                        shown(&after[j]),
+                        shown(&before[j]),
+                        "{} cue {j} k {k}\n{:?}\n{:?}",
+                        ctx(),
+                        before.get(k).map(shown),
+                        after.get(k).map(shown)
+                    );
+                }
+                // Every cue after them is the same but for its number.
+                let tail = before.len() - k - named;
+                assert!(after.len() >= k + tail, "{}", ctx());
+                for j in 0..tail {
+                    let (a, b) = (&after[after.len() - 1 - j], &before[before.len() - 1 - j]);
+                    let first_after = j + 1 == tail;
+                    let k_new = after.len() - tail - 1;
+                    let sentence_changed = op["op"] == "text"
+                        && after.get(k_new).map(ends_sentence) != Some(ends_sentence(&before[k]));
+                    // A cue lasts a frame at least and keeps the frame gap to the next unless
+                    // it is a single frame long: an edited cue squeezed to one frame (a split
+                    // at a word spoken just before the next cue, zero-length words typed in)
+                    // moves the next cue on to after it and the gap, its end with it.
+                    let prev = &after[after.len() - 2 - j];
+                    let squeezed = a.start != b.start && prev.end - prev.start <= frame;
+                    let a = &if squeezed {
+                        assert!(
+                            a.start > b.start
+                                && a.start
+                                    <= prev.end
+                                        + Millis(
+                                            frame.0
+                                                * (1 + settings.min_frames_between_subtitles
+                                                    as i64)
+                                        ),
+                            "{}",
+                            ctx()
+                        );
+                        assert!(a.end >= b.end, "{}", ctx());
+                        Cue {
+                            start: b.start,
+                            end: b.end,
+                            ..a.clone()
+                        }
+                    } else {
+                        a.clone()
+                    };
+                    if first_after && sentence_changed {
+                        // Its capital and `...` may follow the new sentence end (and with the
+                        // `...` the reading time its end is held for); nothing else.
+                        assert_eq!((a.start, &a.words), (b.start, &b.words), "{}", ctx());
+                    } else {
+                        assert_eq!(
+                            shown(a),
+                            shown(b),
+                            "{} cue {} from the end, k {k} tail {tail}\nbefore {:?}\nafter {:?}",
+                            ctx(),
+                            j,
+                            before
+                                .get(k..k + named + 1)
+                                .map(|c| c.iter().map(shown).collect::<Vec<_>>()),
+                            after
+                                .get(k..k + named + 1)
+                                .map(|c| c.iter().map(shown).collect::<Vec<_>>())
+                        );
+                    }
+                }
+                match op["op"].as_str() {
+                    Some("split") => assert_eq!(after.len(), before.len() + 1, "{}", ctx()),
+                    Some("merge") => assert_eq!(after.len(), before.len() - 1, "{}", ctx()),
+                    Some("linebreak" | "movelast" | "movefirst") => {
+                        assert_eq!(after.len(), before.len(), "{}", ctx())
+                    }
+                    _ => {}
+                }
+                words = edited;
+                checked += 1;
+            }
+        }
+        assert!(checked > 800, "{checked} edits checked");
     }
 }

@@ -52,6 +52,12 @@ pub async fn page(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
          <button type=\"button\" id=\"split\">Split at word</button>\
          <button type=\"button\" id=\"merge\">Merge with next</button>\
          <button type=\"button\" id=\"linebreak\">Line break before word</button>\
+         <button type=\"button\" id=\"movelast\">Last word to next cue</button>\
+         <button type=\"button\" id=\"movefirst\">Next cue's first word back</button>\
+         <span class=\"group\"><label>Lay out cues <input type=\"number\" id=\"relayout-from\" min=\"1\" value=\"1\"></label>\
+         <label>to <input type=\"number\" id=\"relayout-to\" min=\"1\" value=\"1\"></label>\
+         <button type=\"button\" id=\"relayout\">Lay out again…</button>\
+         <button type=\"button\" id=\"relayout-all\">Lay out all again…</button></span>\
          <span class=\"group\">Start <button type=\"button\" id=\"start-minus\">−1f</button>\
          <button type=\"button\" id=\"start-plus\">+1f</button></span>\
          <span class=\"group\">End <button type=\"button\" id=\"end-minus\">−1f</button>\
@@ -102,6 +108,8 @@ pub async fn page(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
          <dt>Alt+S</dt><dd>Split the cue before the selected word</dd>\
          <dt>Alt+M</dt><dd>Merge the cue with the next</dd>\
          <dt>Alt+L</dt><dd>Line break before the selected word</dd>\
+         <dt>Alt+N</dt><dd>Move the cue's last word to the next cue</dd>\
+         <dt>Alt+B</dt><dd>Move the next cue's first word back into this cue</dd>\
          <dt>Alt+[ / Alt+]</dt><dd>Cue start one frame earlier / later</dd>\
          <dt>Alt+{{ / Alt+}}</dt><dd>Cue end one frame earlier / later</dd>\
          <dt>Ctrl+Z / Ctrl+Shift+Z</dt><dd>Undo / redo</dd>\
