@@ -31,8 +31,8 @@ pub(super) fn is_pinned(texts: Texts<'_>) -> bool {
 /// break, nowhere else.
 pub(super) fn segment(units: &[Unit], (base, end): (usize, usize), cues: &mut Vec<(usize, usize)>) {
     let mut a = base;
-    for u in base..end {
-        if units[u].has(CUE_AFTER) || u + 1 == end {
+    for (u, unit) in units.iter().enumerate().take(end).skip(base) {
+        if unit.has(CUE_AFTER) || u + 1 == end {
             cues.push((a, u + 1));
             a = u + 1;
         }

@@ -473,16 +473,17 @@ mod local_edits {
             .is_some_and(|w| cuecraft_engine::punctuate::ends_sentence(&w.text))
     }
 
-    /// What a cue shows, its number and the words' manual breaks aside.
-    fn shown(
-        c: &Cue,
-    ) -> (
+    /// A cue's start, end, speaker, lines and words (text, start, end).
+    type Shown = (
         Millis,
         Millis,
         u32,
         Vec<String>,
         Vec<(String, Millis, Millis)>,
-    ) {
+    );
+
+    /// What a cue shows, its number and the words' manual breaks aside.
+    fn shown(c: &Cue) -> Shown {
         let words = c
             .words
             .iter()
