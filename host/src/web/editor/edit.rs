@@ -170,7 +170,7 @@ fn relayout_preview(
 }
 
 /// The stored words of each cue, by index.
-pub(in crate::web::editor) fn cue_ranges(cues: &[cuecraft_engine::Cue]) -> Vec<(usize, usize)> {
+pub(super) fn cue_ranges(cues: &[cuecraft_engine::Cue]) -> Vec<(usize, usize)> {
     let mut from = 0;
     cues.iter()
         .map(|c| {

@@ -370,9 +370,19 @@ mod tests {
 #[cfg(test)]
 mod local_edits {
     use super::*;
-    use crate::web::editor::edit::cue_ranges;
     use cuecraft_engine::{layout, pin, Cue, FrameRate, Settings};
     use serde_json::json;
+
+    /// The stored words of each cue, by index.
+    fn cue_ranges(cues: &[Cue]) -> Vec<(usize, usize)> {
+        let mut from = 0;
+        cues.iter()
+            .map(|c| {
+                from += c.words.len();
+                (from - c.words.len(), from)
+            })
+            .collect()
+    }
 
     struct Rng(u64);
 
