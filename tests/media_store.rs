@@ -42,10 +42,14 @@ fn contract(store: &dyn MediaStore, work: &Path) {
     drop(w);
     assert_eq!(store.size(JOB, Object::Original).expect("size"), None);
 
-    // Nothing is visible before the commit; all of it after.
+    // Nothing is visible before the commit; all of it after. A sweep of leftovers while the
+    // write goes on (another process's, or this one's) leaves it alone.
     let mut w = store.create(JOB, Object::Original).expect("create");
-    for piece in data.chunks(100_000) {
+    for (i, piece) in data.chunks(100_000).enumerate() {
         w.write_all(piece).expect("write");
+        if i == 15 {
+            store.sweep();
+        }
     }
     assert_eq!(store.size(JOB, Object::Original).expect("size"), None);
     w.commit().expect("commit");

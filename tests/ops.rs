@@ -459,3 +459,119 @@ fn metrics_count_jobs_requests_and_the_queue_and_pass_promtool() {
     assert!(!api.text().contains("cuecraft_"), "{}", api.text());
     assert_eq!(get(metrics_port, "/v1/jobs").status, 404);
 }
+
+/// The partial upload files of `job` in the data directory's `media/tmp/`.
+fn parts_of(server: &Server, job: &str) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(server.data_dir().join("media").join("tmp"))
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with(job))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Starts the PUT of `created`'s upload to the process on `port` and sends all of `data` but its
+/// last 100 bytes; the connection, left open.
+fn start_upload(port: u16, created: &Value, data: &[u8]) -> TcpStream {
+    use std::io::Write;
+    let url = created["upload"]["url"].as_str().expect("upload url");
+    let path = &url[url.find("/upload/").expect("an upload path")..];
+    let mut conn = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    let head = format!(
+        "PUT {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: audio/wav\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        data.len()
+    );
+    conn.write_all(head.as_bytes()).expect("head");
+    conn.write_all(&data[..data.len() - 100]).expect("body");
+    conn.flush().expect("flush");
+    conn
+}
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(Instant::now() < deadline, "never: {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_process_killed_mid_upload_leaves_no_part_after_the_next_sweep_and_a_live_upload_is_untouched()
+{
+    // Two API processes and a worker on one data directory (the service's own upload route, so
+    // the media are local on both backends), each sweeping every second.
+    let sweep = ["--sweep-seconds", "1"];
+    let server = Server::start(&[
+        "--workers",
+        "0",
+        sweep[0],
+        sweep[1],
+        LOCAL_MEDIA[0],
+        LOCAL_MEDIA[1],
+    ]);
+    let org = server.org(1000, &[]);
+    let data = std::fs::read(server.tone(3)).expect("media");
+    let body = serde_json::json!({"filename": "talk.wav", "contentType": "audio/wav",
+        "sizeBytes": data.len(), "durationSeconds": 3});
+    let killed = server.create_job(&org.key, &body).json();
+    let live = server.create_job(&org.key, &body).json();
+    let (killed_id, live_id) = (
+        killed["id"].as_str().expect("id").to_string(),
+        live["id"].as_str().expect("id").to_string(),
+    );
+    let (mut other, other_port) = crate::scaleout::second_api(&server, &sweep);
+
+    // An upload in flight on each API process.
+    let _dying = start_upload(other_port, &killed, &data);
+    wait_until("the killed process's part exists", || {
+        !parts_of(&server, &killed_id).is_empty()
+    });
+    let mut going_on = start_upload(server.port, &live, &data);
+    wait_until("the live upload's part exists", || {
+        !parts_of(&server, &live_id).is_empty()
+    });
+    let live_part = parts_of(&server, &live_id);
+
+    // The second process crashes mid-upload; a worker process starts beside the first.
+    let _ = other.kill();
+    let _ = other.wait();
+    let worker = server.worker("sweeper", &["--workers", "1", sweep[0], sweep[1]]);
+    wait_until("the crashed upload's part is removed", || {
+        parts_of(&server, &killed_id).is_empty()
+    });
+    // Both live processes have swept a few more times: the part still being written is theirs
+    // to leave alone, whoever sweeps.
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(parts_of(&server, &live_id), live_part);
+    let swept = format!("{}{}", server.log(), worker.log());
+    assert!(
+        swept.contains("removed the temporary files of writes whose process has ended"),
+        "{swept}"
+    );
+
+    // The live upload completes whole, and the job goes through.
+    {
+        use std::io::{Read, Write};
+        going_on
+            .write_all(&data[data.len() - 100..])
+            .expect("rest of the body");
+        let mut answer = String::new();
+        let _ = going_on.read_to_string(&mut answer);
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    }
+    let job = server.wait_for(&org.key, &live_id, &["ready", "failed"]);
+    assert_eq!(job["status"], "ready", "{job}\n{}", worker.log());
+    // The crashed one's client sends it again, to the process that is still up.
+    assert_eq!(server.upload(&killed, &data).status, 200);
+    let job = server.wait_for(&org.key, &killed_id, &["ready", "failed"]);
+    assert_eq!(job["status"], "ready", "{job}\n{}", worker.log());
+    assert!(parts_of(&server, &killed_id).is_empty());
+    assert!(parts_of(&server, &live_id).is_empty());
+}

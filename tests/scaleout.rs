@@ -13,9 +13,10 @@ use serde_json::{json, Value};
 
 use crate::common::{free_port, request, str_field, Resp, Server, BIN};
 
-/// A second `serve --workers 0` on the first server's store and media, on its own port. Its
-/// links carry the first server's public URL, as every process behind one proxy would.
-fn second_api(server: &Server) -> (Child, u16) {
+/// A second `serve --workers 0` on the first server's store and media, on its own port, with
+/// `extra` arguments. Its links carry the first server's public URL, as every process behind one
+/// proxy would.
+pub fn second_api(server: &Server, extra: &[&str]) -> (Child, u16) {
     let port = free_port();
     let child = Command::new(BIN)
         .arg("serve")
@@ -26,6 +27,7 @@ fn second_api(server: &Server) -> (Child, u16) {
         .arg("--public-url")
         .arg(server.base())
         .args(["--workers", "0", "--rate-limit-per-minute", "100000"])
+        .args(extra)
         .args(server.media_args())
         .envs(server.store_env())
         .envs(server.media_env())
@@ -69,7 +71,7 @@ fn two_api_processes_and_two_workers_survive_kill_9_and_charge_every_job_once() 
         "--rate-limit-per-minute",
         "100000",
     ]);
-    let (mut api_b, port_b) = second_api(&server);
+    let (mut api_b, port_b) = second_api(&server, &[]);
     let org = server.org(100_000, &[]);
     let data = std::fs::read(server.tone(3)).expect("media");
     let lease = ["--workers", "1", "--lease-ms", "1500"];

@@ -216,3 +216,42 @@ fn store_urls_choose_the_store_and_a_postgres_url_is_refused_without_its_passwor
         );
     }
 }
+
+#[test]
+fn a_worker_stopped_with_sigterm_mid_recognition_hands_its_job_to_another_at_once_charged_once() {
+    let server = Server::start(&["--workers", "0", "--price-cents-per-minute", "10"]);
+    let org = server.org(1000, &[]);
+    let data = std::fs::read(server.tone(3)).expect("media");
+    // `es`: the first recognition takes 30 s; declared 30 s (5 cents), measured 3 s.
+    let id = str_field(&submit(&server, &org.key, &data, "es", 30), "id");
+    // A lease far longer than the test waits: the job can only move on because it was handed
+    // back, not because a lease ran out.
+    let lease = ["--workers", "1", "--lease-ms", "600000"];
+    let mut stopping = server.worker("stopping", &lease);
+    stopping.wait_log("recognizing");
+    let other = server.worker("other", &lease);
+    stopping.signal("TERM");
+    let child = stopping.child.as_mut().expect("running worker");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "SIGTERM did not stop the worker:\n{}",
+            stopping.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}\n{}", stopping.log());
+    assert!(
+        stopping.log().contains("gave an unfinished task back"),
+        "{}",
+        stopping.log()
+    );
+    let job = wait_all_ready(&server, &[&stopping, &other], &org.key, &id);
+    assert!(other.log().contains("recognizing"), "{}", other.log());
+    assert_eq!(job["media"]["durationSeconds"], 3.0);
+    assert_charged_once_and_drained(&server, &org.id, &id);
+}

@@ -22,6 +22,10 @@ pub struct BackendArgs {
     /// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (AWS_SESSION_TOKEN, AWS_REGION).
     #[arg(long, global = true, env = "CUECRAFT_MEDIA")]
     pub media: Option<String>,
+    /// How often, in seconds, each process removes what ended processes left: partial uploads
+    /// and the work directories of processes killed mid-job (a live process's are locked by it).
+    #[arg(long, global = true, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub sweep_seconds: u64,
 }
 
 impl BackendArgs {

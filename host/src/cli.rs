@@ -239,6 +239,7 @@ fn pipeline(
         lease_ms,
         running: Default::default(),
         media: media.clone(),
+        sweep_every: std::time::Duration::from_secs(backend.sweep_seconds),
     });
     pipeline.recover()?;
     Ok(pipeline)

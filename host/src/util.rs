@@ -1,5 +1,6 @@
 //! Small helpers the host shares: random ids and keys, hex, SHA-256, UTC timestamps (RFC 3339),
-//! URL queries and percent-encoding.
+//! URL queries and percent-encoding, and the file lock that tells a live writer's files from
+//! those a crashed process left.
 //!
 //! Dates, queries and percent-encoding go through well-kept crates (`time`, `form_urlencoded`,
 //! `percent-encoding`); ids, keys and hex are a few lines each, written here because the host
@@ -26,6 +27,18 @@ pub fn hex(bytes: &[u8]) -> String {
         s.push(DIGITS[(b & 15) as usize] as char);
     }
     s
+}
+
+/// Takes an exclusive `flock` on `f` without waiting; whether it was taken. The lock belongs to
+/// the open file (not the path): it holds under a new name after a rename, it conflicts with
+/// another open of the same file even in the same process, and the kernel drops it when the
+/// process ends, a crash included. So a file whose lock can be taken has no live writer.
+pub fn try_lock(f: &std::fs::File) -> bool {
+    use std::os::fd::AsRawFd;
+    #[allow(unsafe_code)]
+    // SAFETY: flock on a descriptor this File owns and keeps open; no memory is passed.
+    let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    r == 0
 }
 
 /// A new record id: 12 random bytes as 24 lowercase hex characters.

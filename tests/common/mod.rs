@@ -289,6 +289,8 @@ pub fn free_port() -> u16 {
 /// - `nl`: only filler words, so the clean version has nothing left and fails;
 /// - `it`: the first run (per server) fails after 3 s, later runs succeed at once (a worker that
 ///   stalls past its lease fails while another has taken its job over);
+/// - `es`: the first run (per server) takes 30 s, later runs answer at once (a worker stopped
+///   mid-recognition hands the job to another, which need not wait as long);
 /// - anything else: a short English transcript with one filler.
 pub const RECOGNIZER: &str = r#"#!/bin/sh
 cat > /dev/null
@@ -297,6 +299,7 @@ case "$2" in
   it) if mkdir "$0.it-ran" 2>/dev/null; then sleep 3; echo "first run fails" >&2; exit 1; fi ;;
   nl) echo '{"language":"nl","words":[{"text":"uh","start":0.2,"end":0.5},{"text":"um","start":0.7,"end":1.0}]}'; exit 0 ;;
   fr) sleep 3 ;;
+  es) if mkdir "$0.es-ran" 2>/dev/null; then sleep 30; fi ;;
 esac
 echo '{"language":"en","words":[
  {"text":"Hello","start":0.10,"end":0.45},{"text":"world.","start":0.50,"end":0.95},

@@ -2,18 +2,14 @@
 //!
 //! Layout (unchanged from before the trait): `{id}` the upload, `{id}.video.webm` or
 //! `{id}.audio.webm` the editor's proxy, `{id}.peaks` the waveform (`{id}.peaks.levels` its coarser levels), `tmp/` objects being written
-//! (`*.part`, renamed into place when complete, so a reader never sees half an object).
+//! (`*.part`, renamed into place when complete, so a reader never sees half an object; locked by
+//! the process writing them, so that a crashed process's parts are told apart and swept).
 
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
 
 use super::{LocalFile, MediaStore, Object, ObjectWriter, PartWriter};
-
-/// A `.part` file untouched this long belongs to a write that has ended: an upload is refused
-/// after 60 s without a byte, and ffmpeg's outputs are written in `work/`, not here.
-const ABANDONED: Duration = Duration::from_secs(10 * 60);
 
 /// A directory of media files.
 #[derive(Debug)]
@@ -22,39 +18,16 @@ pub struct LocalDirectory {
 }
 
 impl LocalDirectory {
-    /// Opens (creating) `dir` and removes the temporary files of writes that were abandoned
-    /// (a process killed mid-upload): those untouched for 10 minutes, so that another process
-    /// sharing the directory keeps its uploads in flight.
+    /// Opens (creating) `dir` and removes the temporary files of writes whose process has ended
+    /// (a process killed mid-upload; [`super::sweep_parts`]); another process sharing the
+    /// directory keeps its uploads in flight, which it holds locked.
     pub fn open(dir: &Path) -> Result<LocalDirectory, String> {
         let tmp = dir.join("tmp");
         std::fs::create_dir_all(&tmp).map_err(|e| format!("creating {}: {e}", tmp.display()))?;
         let dir = std::fs::canonicalize(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let store = LocalDirectory { dir };
-        store.remove_abandoned(ABANDONED);
+        store.sweep();
         Ok(store)
-    }
-
-    fn remove_abandoned(&self, older_than: Duration) {
-        let Ok(entries) = std::fs::read_dir(self.dir.join("tmp")) else {
-            return;
-        };
-        let now = SystemTime::now();
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.extension().and_then(|e| e.to_str()) != Some("part") {
-                continue;
-            }
-            let age = entry
-                .metadata()
-                .and_then(|m| m.modified())
-                .ok()
-                .and_then(|t| now.duration_since(t).ok());
-            if age.is_some_and(|a| a >= older_than) {
-                if let Err(e) = std::fs::remove_file(&path) {
-                    tracing::warn!("could not remove {}: {e}", path.display());
-                }
-            }
-        }
     }
 
     fn path(&self, job_id: &str, object: Object) -> io::Result<PathBuf> {
@@ -171,6 +144,10 @@ impl MediaStore for LocalDirectory {
             Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
             _ => Ok(()),
         }
+    }
+
+    fn sweep(&self) -> usize {
+        super::sweep_parts(&self.dir.join("tmp"), |_| true)
     }
 
     fn delete_job(&self, job_id: &str) -> io::Result<()> {

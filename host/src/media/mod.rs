@@ -13,6 +13,7 @@
 
 pub mod ffmpeg;
 mod local;
+mod part;
 pub mod peaks;
 #[cfg(feature = "s3")]
 mod s3;
@@ -26,6 +27,8 @@ pub use ffmpeg::{
     compute_peaks, extract_wav, make_proxy, probe, MediaError, Probe, PEAKS_PER_SECOND,
 };
 pub use local::LocalDirectory;
+pub use part::sweep_parts;
+use part::PartWriter;
 #[cfg(feature = "s3")]
 pub use s3::S3Bucket;
 
@@ -100,6 +103,11 @@ pub trait MediaStore: fmt::Debug + Send + Sync {
     /// Removes one object of the job. Removing what is not there is not an error.
     fn delete(&self, job_id: &str, object: Object) -> io::Result<()>;
 
+    /// Removes the temporary files of writes whose process has ended (a crash mid-upload), never
+    /// one still being written ([`sweep_parts`]); how many were removed. Run when the store opens
+    /// and periodically by every process.
+    fn sweep(&self) -> usize;
+
     /// A presigned URL the client PUTs the original to directly, with `content_type` and
     /// `size_bytes` signed into it and valid until `expires_unix` (seconds); `None` when the media
     /// arrive through the service's own `PUT /upload/{id}` (a local directory).
@@ -132,74 +140,6 @@ pub trait MediaStore: fmt::Debug + Send + Sync {
 pub trait ObjectWriter: io::Write + Send {
     /// Makes the written bytes the object.
     fn commit(self: Box<Self>) -> io::Result<()>;
-}
-
-/// An object being written through a local file under a temporary name (buffered), handed on
-/// commit to `place` (renamed into place on a local directory, uploaded to a bucket); the
-/// temporary file is removed when the writer drops (after a rename there is nothing left to
-/// remove), so an abandoned write leaves nothing behind.
-struct PartWriter<P> {
-    out: Option<io::BufWriter<std::fs::File>>,
-    tmp: PathBuf,
-    place: Option<P>,
-}
-
-impl<P> PartWriter<P>
-where
-    P: FnOnce(&Path) -> io::Result<()> + Send + 'static,
-{
-    /// Creates `tmp`, to be handed to `place` on commit.
-    fn create(tmp: PathBuf, place: P) -> io::Result<Box<dyn ObjectWriter>> {
-        let file = std::fs::File::create(&tmp)?;
-        Ok(Box::new(PartWriter {
-            out: Some(io::BufWriter::with_capacity(1 << 20, file)),
-            tmp,
-            place: Some(place),
-        }))
-    }
-}
-
-impl<P: Send> io::Write for PartWriter<P> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.out
-            .as_mut()
-            .ok_or_else(|| io::Error::other("written after commit"))?
-            .write(buf)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        match self.out.as_mut() {
-            Some(out) => out.flush(),
-            None => Ok(()),
-        }
-    }
-}
-
-impl<P> ObjectWriter for PartWriter<P>
-where
-    P: FnOnce(&Path) -> io::Result<()> + Send + 'static,
-{
-    fn commit(mut self: Box<Self>) -> io::Result<()> {
-        let out = self
-            .out
-            .take()
-            .ok_or_else(|| io::Error::other("committed twice"))?;
-        // Not fsynced: a process crash keeps the page cache; after a power loss a damaged
-        // upload fails its job with a refund (docs/decisions/api.md, presigned upload).
-        out.into_inner().map_err(|e| e.into_error())?;
-        let place = self
-            .place
-            .take()
-            .ok_or_else(|| io::Error::other("committed twice"))?;
-        place(&self.tmp)
-    }
-}
-
-impl<P> Drop for PartWriter<P> {
-    fn drop(&mut self) {
-        self.out = None;
-        let _ = std::fs::remove_file(&self.tmp);
-    }
 }
 
 /// A media object as a file on this machine, for ffmpeg. A downloaded copy is removed on drop.

@@ -278,7 +278,8 @@ impl MediaStore for S3Bucket {
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no such media object"))?;
         std::fs::create_dir_all(work_dir)?;
         let suffix = crate::util::hex(&crate::util::random_bytes::<6>()?);
-        // `.part`: the server's start-up removes it from the work directory if a crash leaves it.
+        // In this process's work directory, which goes with the process if it crashes
+        // (`pipeline::WorkDir::sweep_ended`).
         let local = LocalFile::copy(work_dir.join(format!("{job_id}.media.{suffix}.part")));
         let mut out = io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&local)?);
         let mut at = 0;
@@ -309,6 +310,11 @@ impl MediaStore for S3Bucket {
                 Err(e) => Err(e),
             }
         })
+    }
+
+    fn sweep(&self) -> usize {
+        // The spool is shared (the system's temporary directory): only this service's parts.
+        super::sweep_parts(&self.spool, |name| name.starts_with("cuecraft-"))
     }
 
     fn delete_job(&self, job_id: &str) -> io::Result<()> {

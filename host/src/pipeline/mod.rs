@@ -174,6 +174,8 @@ pub struct Pipeline {
     pub lease_ms: i64,
     /// The task each worker thread holds now (worker id -> queue row).
     pub running: Mutex<HashMap<String, i64>>,
+    /// How often this process removes what ended processes left ([`Pipeline::sweep_leftovers`]).
+    pub sweep_every: Duration,
 }
 
 impl Pipeline {
@@ -193,8 +195,12 @@ impl Pipeline {
     pub fn release_running(&self) {
         let running = self.running.lock().map(|r| r.clone()).unwrap_or_default();
         for (worker, seq) in running {
-            if let Err(e) = self.store.release_task(seq, &worker, now_ms()) {
-                tracing::warn!("giving a task back failed: {e}");
+            match self.store.release_task(seq, &worker, now_ms()) {
+                Ok(()) => tracing::info!(
+                    task = seq,
+                    "stopping: gave an unfinished task back to the queue for another worker"
+                ),
+                Err(e) => tracing::warn!("giving a task back failed: {e}"),
             }
         }
     }
@@ -223,9 +229,16 @@ impl Pipeline {
         Ok(())
     }
 
-    /// Starts `n` worker threads (none for 0), and the sweep of direct uploads when the media
-    /// store takes them.
+    /// Starts `n` worker threads (none for 0), the sweep of what ended processes left, and the
+    /// sweep of direct uploads when the media store takes them.
     pub fn start(self: &Arc<Self>, n: usize) -> Vec<std::thread::JoinHandle<()>> {
+        let me = self.clone();
+        let leftovers = std::thread::Builder::new()
+            .name("leftovers-sweep".into())
+            .spawn(move || me.sweep_leftovers());
+        if let Err(e) = leftovers {
+            tracing::error!("could not start the sweep of leftovers: {e}");
+        }
         if self.media.takes_direct_uploads() {
             let me = self.clone();
             let sweep = std::thread::Builder::new()
@@ -384,6 +397,32 @@ impl Pipeline {
                     lost(task);
                     return Ok(());
                 }
+            }
+        }
+    }
+
+    /// At once and then every `sweep_every`, until the process stops: removes the partial media
+    /// files ([`MediaStore::sweep`]) and the work directories ([`WorkDir::sweep_ended`]) of
+    /// processes that have ended, a crash included. What a live process is writing is locked by
+    /// it and stays; so a crash's 5 GiB part leaves within one interval, not at a later restart.
+    fn sweep_leftovers(&self) {
+        let work = self.data_dir.join("work");
+        loop {
+            let parts = self.media.sweep();
+            let dirs = WorkDir::sweep_ended(&work);
+            if dirs > 0 {
+                tracing::info!(
+                    removed = dirs,
+                    "removed the work directories of ended processes"
+                );
+            }
+            tracing::debug!(parts, dirs, "swept leftovers");
+            let until = std::time::Instant::now() + self.sweep_every;
+            while std::time::Instant::now() < until {
+                if self.stopped() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(100));
             }
         }
     }
@@ -790,15 +829,6 @@ pub struct WorkDir {
     _lock: std::fs::File,
 }
 
-/// Takes an exclusive `flock` on `f` without waiting; whether it was taken.
-fn try_lock(f: &std::fs::File) -> bool {
-    use std::os::fd::AsRawFd;
-    #[allow(unsafe_code)]
-    // SAFETY: flock on a descriptor this File owns and keeps open; no memory is passed.
-    let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    r == 0
-}
-
 impl WorkDir {
     /// Removes the directories of ended processes under `root`, then makes and locks this
     /// process's own.
@@ -810,27 +840,7 @@ impl WorkDir {
     /// runs another claim there, as a process starting at the same moment would).
     fn claim_pausing(root: &Path, pause: &mut dyn FnMut()) -> std::io::Result<WorkDir> {
         std::fs::create_dir_all(root)?;
-        for entry in std::fs::read_dir(root)?.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                // A directory without its `.lock` yet is being made by a live process (or was
-                // left, empty, by a crash in the instant between the two).
-                let Ok(f) = std::fs::File::open(path.join(".lock")) else {
-                    continue;
-                };
-                if try_lock(&f) {
-                    if let Err(e) = std::fs::remove_dir_all(&path) {
-                        tracing::warn!("could not remove {}: {e}", path.display());
-                    }
-                }
-            } else if matches!(
-                path.extension().and_then(|e| e.to_str()),
-                Some("wav" | "tmp")
-            ) {
-                // Loose files of the single-process layout of earlier versions.
-                let _ = std::fs::remove_file(&path);
-            }
-        }
+        WorkDir::sweep_ended(root);
         let tag = new_id()?;
         let path = root.join(format!(
             "{}-{}",
@@ -841,12 +851,46 @@ impl WorkDir {
         let locking = path.join(".lock.new");
         let lock = std::fs::File::create(&locking)?;
         pause();
-        if !try_lock(&lock) {
+        if !crate::util::try_lock(&lock) {
             return Err(std::io::Error::other("could not lock the work directory"));
         }
         // The lock belongs to the open file, so it holds under the file's new name.
         std::fs::rename(&locking, path.join(".lock"))?;
         Ok(WorkDir { path, _lock: lock })
+    }
+
+    /// Removes the directories under `root` of processes that have ended (their `.lock` can be
+    /// taken: the kernel dropped it when the process ended, a crash included), and loose files
+    /// of the single-process layout of earlier versions; the number of directories removed. Run
+    /// at every claim and periodically ([`Pipeline::start`]), so a crashed process's extracted
+    /// audio, proxy and peaks in the making do not wait for the next start-up.
+    pub fn sweep_ended(root: &Path) -> usize {
+        let Ok(entries) = std::fs::read_dir(root) else {
+            return 0;
+        };
+        let mut removed = 0;
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                // A directory without its `.lock` yet is being made by a live process (or was
+                // left, empty, by a crash in the instant between the two).
+                let Ok(f) = std::fs::File::open(path.join(".lock")) else {
+                    continue;
+                };
+                if crate::util::try_lock(&f) {
+                    match std::fs::remove_dir_all(&path) {
+                        Ok(()) => removed += 1,
+                        Err(e) => tracing::warn!("could not remove {}: {e}", path.display()),
+                    }
+                }
+            } else if matches!(
+                path.extension().and_then(|e| e.to_str()),
+                Some("wav" | "tmp")
+            ) {
+                let _ = std::fs::remove_file(&path);
+            }
+        }
+        removed
     }
 
     /// The directory.
