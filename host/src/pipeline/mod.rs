@@ -150,6 +150,10 @@ fn arrived(
 static STORE_OUTAGE: crate::ops::outage::Outage =
     crate::ops::outage::Outage::new("the store (as the workers see it)");
 
+/// The media store as the sweep of direct uploads sees it (a HEAD per uploading job).
+static UPLOAD_LOOK_OUTAGE: crate::ops::outage::Outage =
+    crate::ops::outage::Outage::new("the media store (looking for direct uploads)");
+
 /// The default lease of a claimed queue row: a worker that stops heartbeating (killed) loses its
 /// row this long after its last heartbeat.
 pub const DEFAULT_LEASE_MS: i64 = 30_000;
@@ -461,7 +465,7 @@ impl Pipeline {
                     Ok(Some(job)) => job,
                     Ok(None) => continue,
                     Err(e) => {
-                        tracing::warn!("upload sweep: {e}");
+                        STORE_OUTAGE.failed(&e);
                         continue;
                     }
                 };
@@ -470,13 +474,19 @@ impl Pipeline {
                     stale.insert(id);
                     continue;
                 }
+                // A bucket that does not answer fails every job's look: one line per outage.
                 match check_arrived(self.store.as_ref(), self.media.as_ref(), &job) {
                     Ok(true) => {
+                        UPLOAD_LOOK_OUTAGE.succeeded();
                         tracing::info!(job = %id, "upload arrived in the bucket");
                         self.queue.notify();
                     }
-                    Ok(false) => {}
-                    Err(e) => tracing::warn!(job = %id, "upload sweep: {e}"),
+                    Ok(false) => {
+                        UPLOAD_LOOK_OUTAGE.succeeded();
+                    }
+                    Err(e) => {
+                        UPLOAD_LOOK_OUTAGE.failed(&e);
+                    }
                 }
             }
         }
