@@ -5,7 +5,8 @@ mod common;
 
 use cuecraft_engine::qc::{check, Level, QcStyle};
 use cuecraft_engine::{
-    layout, Break, ContentProfile, ForbiddenRule, FrameRate, Millis, Settings, SubtitleMode, Word,
+    layout, Break, ContentProfile, Cue, ForbiddenRule, FrameRate, Millis, Settings, SubtitleMode,
+    Word,
 };
 use proptest::prelude::*;
 
@@ -219,6 +220,161 @@ proptest! {
             .collect();
         prop_assert_eq!(lines, words);
     }
+}
+
+/// Whether `text` ends a sentence by its punctuation (closing quotes and brackets seen through), as
+/// the contract's sentence ends read.
+fn ends_sentence(text: &str) -> bool {
+    let t = text
+        .trim_end()
+        .trim_end_matches(['"', '\'', ')', ']', '}', '»', '”', '’', '」', '』', '）']);
+    t.ends_with(['.', '?', '!', '。', '？', '！', '‽'])
+}
+
+/// Whether a word shows anything.
+fn visible(w: &Word) -> bool {
+    w.text
+        .chars()
+        .any(|c| !c.is_whitespace() && !c.is_control())
+}
+
+/// The first two-speaker cue that opens with the tail of a sentence its first speaker began in the
+/// cue before: that cue's last visible word has the same speaker and ends no sentence (by its
+/// punctuation; in words without any, a silence of 0.3 s after it may be taken as one).
+fn dashed_cue_opening_with_a_tail(words: &[Word], cues: &[Cue]) -> Option<u32> {
+    let punctuated = words.iter().any(|w| ends_sentence(&w.text));
+    let order: Vec<&Word> = cues.iter().flat_map(|c| &c.words).collect();
+    let mut seen = 0;
+    let mut prev_last: Option<(&Word, usize)> = None;
+    for c in cues {
+        let shown: Vec<&Word> = c.words.iter().filter(|w| visible(w)).collect();
+        let two = shown.iter().any(|w| w.speaker != shown[0].speaker);
+        if let (true, Some(first), Some((last, at))) = (two, shown.first(), prev_last) {
+            let pause = order
+                .get(at + 1)
+                .is_some_and(|n| n.start.0 - last.end.0 >= 300);
+            let sentence_end = ends_sentence(&last.text) || (!punctuated && pause);
+            if last.speaker == first.speaker && !sentence_end {
+                return Some(c.index);
+            }
+        }
+        for (k, w) in c.words.iter().enumerate() {
+            if visible(w) {
+                prev_last = Some((w, seen + k));
+            }
+        }
+        seen += c.words.len();
+    }
+    None
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1500, ..ProptestConfig::default() })]
+
+    /// A dashed two-speaker cue holds each speaker's turn from its start: its first line never
+    /// opens with the tail of a sentence begun in the cue before (the dash would read as a third
+    /// voice), in smart and greedy layout, whatever the words.
+    #[test]
+    fn no_dashed_cue_opens_with_the_tail_of_a_sentence(
+        w in dialogue(), s in settings(), fr in frame_rate()
+    ) {
+        prop_assume!(!maybe_pinned(&w));
+        let s = Settings { forbidden_characters: Vec::new(), em_dash_on_speaker_change: true, ..s };
+        let cues = layout(&w, &s, fr);
+        if let Some(k) = dashed_cue_opening_with_a_tail(&w, &cues) {
+            prop_assert!(false, "cue {k} opens with a sentence's tail\n{}", common::render(&cues));
+        }
+    }
+}
+
+/// From the quality corpus's interview: "He just watched, and fetched tools, and swept up." /
+/// "And?" / "And one Saturday...". The layout once gave "—and swept up." / "—And?", the tail of the
+/// first speaker's sentence dashed as if a third voice said it.
+#[test]
+fn a_short_reply_does_not_pull_the_tail_of_a_sentence_into_a_dashed_cue() {
+    let w = common::words(&[
+        ("He", 223573, 223770, 1),
+        ("just", 223842, 224028, 1),
+        ("watched,", 224086, 224406, 1),
+        ("and", 224625, 224839, 1),
+        ("fetched", 224874, 225262, 1),
+        ("tools,", 225329, 225531, 1),
+        ("and", 225814, 226028, 1),
+        ("swept", 226070, 226251, 1),
+        ("up.", 226292, 226509, 1),
+        ("And?", 227375, 227551, 0),
+        ("And", 228751, 228956, 1),
+        ("one", 228981, 229204, 1),
+        ("Saturday", 229262, 229836, 1),
+        ("a", 229868, 230076, 1),
+        ("younger", 230097, 230441, 1),
+        ("girl", 230499, 230689, 1),
+        ("was", 230750, 230935, 1),
+        ("struggling", 230997, 231353, 1),
+        ("with", 231380, 231602, 1),
+        ("a", 231643, 231828, 1),
+        ("gear", 231890, 232101, 1),
+    ]);
+    for s in [
+        Settings::default(),
+        Settings {
+            format_subtitles: false,
+            ..Settings::default()
+        },
+    ] {
+        let cues = layout(&w, &s, FrameRate::FPS_25);
+        assert_eq!(
+            dashed_cue_opening_with_a_tail(&w, &cues),
+            None,
+            "{}",
+            common::render(&cues)
+        );
+        // The reply still gets its dash where it shares a cue.
+        for c in cues
+            .iter()
+            .filter(|c| c.words.iter().any(|x| &*x.text == "And?"))
+        {
+            if c.words.len() > 1 {
+                assert!(
+                    c.lines.iter().all(|l| l.starts_with('\u{2014}')),
+                    "{:?}",
+                    c.lines
+                );
+            }
+        }
+    }
+}
+
+/// Two or three people talking: turns of one to twelve words, sentences that run over several
+/// cues, quick exchanges, sometimes the general words of [`words`].
+fn dialogue() -> impl Strategy<Value = Vec<Word>> {
+    let turn = (
+        0u32..3,
+        prop::collection::vec(
+            (
+                "[a-z]{1,9}",
+                prop::sample::select(vec!["", "", "", ",", ".", "?"]),
+            ),
+            1..12,
+        ),
+        0i64..900,
+    );
+    prop_oneof![
+        3 => prop::collection::vec(turn, 1..40).prop_map(|turns| {
+            let mut t = 0;
+            let mut out = Vec::new();
+            for (sp, ws, gap) in turns {
+                t += gap;
+                for (x, p) in ws {
+                    let d = 120 + 40 * x.len() as i64;
+                    out.push(Word::new(format!("{x}{p}"), Millis(t), Millis(t + d), sp));
+                    t += d + 30;
+                }
+            }
+            out
+        }),
+        1 => words(),
+    ]
 }
 
 /// A transcript much longer than one layout chunk (2048 units), with every kind of word, manual

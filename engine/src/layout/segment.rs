@@ -12,6 +12,11 @@ const CUE_COST: i64 = 70;
 const SENTENCE_ORPHAN_COST: i64 = 40;
 const INTERNAL_PAUSE_COST: i64 = 150;
 const DIALOGUE_COST: i64 = 80;
+/// A two-speaker cue whose first line would open with the tail of a sentence begun in the cue
+/// before (same speaker, no sentence end before it): never chosen, since the dash reads as a third
+/// voice. More than every manual join of a chunk together (`JOIN_COST`), and always avoidable: the
+/// cue can end at the speaker change instead.
+const DASH_TAIL_COST: i64 = 1 << 56;
 /// A new sentence that starts inside a cue and runs on into the next one.
 const TAIL_COST: i64 = 100;
 /// A cue that opens with the end of the previous cue's sentence and then starts another.
@@ -404,12 +409,23 @@ fn cue_cost(
         }
     }
     if c.dialogue {
-        cost += DIALOGUE_COST;
+        cost += DIALOGUE_COST + dash_tail(sums, i);
     }
     if cost >= best_cost {
         return None;
     }
     rest_cost(p, units, sums, e, c, cost, best_cost)
+}
+
+/// `DASH_TAIL_COST` when a two-speaker cue starting at unit `i` would open with the tail of a
+/// sentence the same speaker began before it, else 0.
+#[inline(always)]
+fn dash_tail(sums: &Sums, i: usize) -> i64 {
+    if sums.head[i] != 0 {
+        DASH_TAIL_COST
+    } else {
+        0
+    }
 }
 
 /// `x` rounded down to an integer (`f64::floor` is a library call on the baseline x86-64 target).
@@ -902,8 +918,18 @@ fn fast_walk(
         hi = seg_lo;
     }
     if d_lo < lo {
+        // Largest first, in pieces that open with a sentence's tail (`dash_tail`) or not.
         let fixed = CUE_COST + e.brk + p.line_cost + DIALOGUE_COST;
-        low = low.add(lower, &srcs, (d_lo, lo), fixed, 2);
+        let mut hi = lo;
+        while hi > d_lo {
+            let tail = dash_tail(sums, hi - 1);
+            let mut piece_lo = hi - 1;
+            while piece_lo > d_lo && dash_tail(sums, piece_lo - 1) == tail {
+                piece_lo -= 1;
+            }
+            low = low.add(lower, &srcs, (piece_lo, hi), fixed + tail, 2);
+            hi = piece_lo;
+        }
     }
     let Lowest {
         at: min_at, second, ..
@@ -1136,6 +1162,8 @@ fn greedy_run(p: &Params, units: &[Unit], a: usize, b: usize, cues: &mut Vec<(us
     while i < b {
         let prefix = pre(p, units, i);
         let mut fit = Fit::start(&units[i], prefix);
+        let opens_with_tail =
+            i > 0 && units[i - 1].speaker == units[i].speaker && !units[i - 1].has(SENT_END);
         // `ok` is the longest end that fits with its closing decoration; `free` the longest such
         // end not after a manually joined unit (`i` when there is none).
         let joined = |e: usize| e < b && units[e - 1].extra & JOIN != 0;
@@ -1151,6 +1179,10 @@ fn greedy_run(p: &Params, units: &[Unit], a: usize, b: usize, cues: &mut Vec<(us
                 if u.end - units[i].start > md {
                     break;
                 }
+            }
+            // A second speaker joins only a cue that opens with its speaker's turn or sentence.
+            if units[j - 1].speaker != u.speaker && opens_with_tail {
+                break;
             }
             if fit.push(p, &units[j - 1], u).is_none() {
                 break;
