@@ -16,6 +16,7 @@ pub mod pipeline;
 pub mod redact;
 pub mod store;
 pub mod submit;
+pub mod tls;
 pub mod util;
 pub mod web;
 pub mod words;

@@ -17,7 +17,9 @@ const LAYERS: &[&[&str]] = &[
     &["http"],
     &["backend", "pipeline"],
     &["store", "media"],
-    &["billing", "words", "redact", "json", "child", "util", "ops"],
+    &[
+        "billing", "words", "redact", "json", "child", "util", "ops", "tls",
+    ],
 ];
 
 fn rank(room: &str) -> Option<usize> {

@@ -18,6 +18,10 @@
 //! user they run as that user. The binaries are found in `$CUECRAFT_PG_BIN`, else the newest
 //! `/usr/lib/postgresql/*/bin` (Debian's `postgresql` package, installed by `scripts/setup`),
 //! else on `PATH`.
+//!
+//! For the TLS tests, [`tcp_cluster`] starts a cluster of its own that also listens on
+//! 127.0.0.1 (a free port), with `ssl=on` and a certificate [`TestCerts::make`] made with the
+//! `openssl` command (installed by `scripts/setup`).
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -34,6 +38,10 @@ const TEMPLATE: &str = "cuecraft_template";
 /// A running cluster of this test binary.
 pub struct Cluster {
     dir: PathBuf,
+    /// The port: of the socket file's name, and of the TCP listener of a [`tcp_cluster`].
+    port: u16,
+    /// Whether it listens on 127.0.0.1 too.
+    tcp: bool,
     /// The server's options (`pg_ctl -o`), kept for a restart.
     options: String,
     next: AtomicU64,
@@ -79,6 +87,121 @@ pub fn private_cluster(migrate: impl FnOnce(&str) -> Result<(), String>) -> &'st
     cluster
 }
 
+/// A cluster of its own listening on 127.0.0.1 as well as on its socket (the port is free when it
+/// starts; [`TestDb::tcp_url`]), with TLS (`ssl=on`) from the PEM certificate chain and key
+/// `tls` when given, without TLS otherwise, and a template database prepared by `migrate(url)`.
+/// It lives until the test binary ends.
+pub fn tcp_cluster(
+    tls: Option<(&Path, &Path)>,
+    migrate: impl FnOnce(&str) -> Result<(), String>,
+) -> &'static Cluster {
+    let cluster: &'static Cluster = Box::leak(Box::new(Cluster::start_with(Some(tls))));
+    cluster.admin_sql(&format!("CREATE DATABASE {TEMPLATE}"));
+    if let Err(e) = migrate(&cluster.url(TEMPLATE)) {
+        panic!("migrating the template database failed: {e}");
+    }
+    cluster
+}
+
+/// A test CA and a server certificate it signed for the name `localhost` only, made with the
+/// `openssl` command, plus a second CA that signed nothing (for a refused chain).
+pub struct TestCerts {
+    /// The CA's certificate (PEM).
+    pub ca: PathBuf,
+    /// A CA certificate that did not sign the server's.
+    pub other_ca: PathBuf,
+    /// The server's certificate (PEM), for `localhost`.
+    pub cert: PathBuf,
+    /// The server's private key (PEM, PKCS#8).
+    pub key: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl TestCerts {
+    /// Makes the files in a temporary directory (removed when this is dropped). Panics with
+    /// openssl's output when it fails.
+    pub fn make() -> TestCerts {
+        let dir = tempfile::Builder::new()
+            .prefix("cuecraft-certs-")
+            .tempdir()
+            .expect("temporary directory for certificates");
+        let at = |name: &str| dir.path().join(name);
+        let openssl = |args: &[&str]| {
+            let out = Command::new("openssl")
+                .args(args)
+                .current_dir(dir.path())
+                .stdin(Stdio::null())
+                .output()
+                .unwrap_or_else(|e| panic!("openssl: cannot run ({e}); see scripts/setup"));
+            assert!(
+                out.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        let ec = [
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+        ];
+        for (key, cert, name) in [
+            ("ca.key", "ca.pem", "cuecraft test CA"),
+            ("other.key", "other-ca.pem", "another test CA"),
+        ] {
+            let subject = format!("/CN={name}");
+            let mut args = vec!["req", "-x509"];
+            args.extend(ec);
+            args.extend([
+                "-keyout", key, "-out", cert, "-days", "2", "-subj", &subject,
+            ]);
+            openssl(&args);
+        }
+        let mut args = vec!["req", "-new"];
+        args.extend(ec);
+        args.extend([
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=localhost",
+        ]);
+        openssl(&args);
+        std::fs::write(
+            at("server.ext"),
+            "subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\n\
+             keyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n",
+        )
+        .expect("write server.ext");
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.crt",
+            "-days",
+            "2",
+            "-extfile",
+            "server.ext",
+        ]);
+        TestCerts {
+            ca: at("ca.pem"),
+            other_ca: at("other-ca.pem"),
+            cert: at("server.crt"),
+            key: at("server.key"),
+            _dir: dir,
+        }
+    }
+}
+
 /// A fresh, migrated database in the test binary's cluster.
 pub fn fresh_db(migrate: impl FnOnce(&str) -> Result<(), String>) -> TestDb {
     cluster(migrate).fresh_db()
@@ -100,6 +223,14 @@ fn bin_dir() -> PathBuf {
         .collect();
     versions.sort();
     versions.pop().map(|(_, bin)| bin).unwrap_or_default()
+}
+
+/// A TCP port of 127.0.0.1 free at the time of the call.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port on 127.0.0.1")
 }
 
 fn is_root() -> bool {
@@ -138,6 +269,11 @@ fn run(mut cmd: Command, what: &str, log: &Path) {
 
 impl Cluster {
     fn start() -> Cluster {
+        Cluster::start_with(None)
+    }
+
+    /// `tcp`: None for a socket only; Some(tls) to listen on 127.0.0.1 too, with TLS when given.
+    fn start_with(tcp: Option<Option<(&Path, &Path)>>) -> Cluster {
         let dir = tempfile::Builder::new()
             .prefix("cuecraft-pg-")
             .tempdir()
@@ -186,14 +322,43 @@ impl Cluster {
             .args(["--no-sync", "--no-instructions"]);
         run(initdb, "initdb", &log);
 
+        let (port, listen) = match tcp {
+            None => (PORT, "''"),
+            Some(_) => (free_port(), "'127.0.0.1'"),
+        };
+        let mut ssl = String::new();
+        if let Some(Some((cert, key))) = tcp {
+            // PostgreSQL reads the key only when its owner (the server's user) alone can.
+            let (to_cert, to_key) = (dir.join("server.crt"), dir.join("server.key"));
+            std::fs::copy(cert, &to_cert).expect("copy the server certificate");
+            std::fs::copy(key, &to_key).expect("copy the server key");
+            std::fs::set_permissions(&to_key, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+                .expect("chmod the server key");
+            if is_root() {
+                let status = Command::new("chown")
+                    .arg("postgres:")
+                    .arg(&to_cert)
+                    .arg(&to_key)
+                    .status()
+                    .expect("chown");
+                assert!(status.success(), "chown postgres the server's certificate");
+            }
+            ssl = format!(
+                " -c ssl=on -c ssl_cert_file={} -c ssl_key_file={}",
+                to_cert.display(),
+                to_key.display()
+            );
+        }
         // Durability is of no use to a test database: no fsync, no full-page writes.
         let options = format!(
-            "-k {} -p {PORT} -c listen_addresses='' -c fsync=off -c synchronous_commit=off \
-             -c full_page_writes=off -c max_connections=400",
+            "-k {} -p {port} -c listen_addresses={listen} -c fsync=off -c synchronous_commit=off \
+             -c full_page_writes=off -c max_connections=400{ssl}",
             dir.display()
         );
         let cluster = Cluster {
             dir,
+            port,
+            tcp: tcp.is_some(),
             options,
             next: AtomicU64::new(0),
             _watchdog: Mutex::new(watchdog),
@@ -238,8 +403,9 @@ impl Cluster {
     /// The URL of database `db` in this cluster.
     pub fn url(&self, db: &str) -> String {
         format!(
-            "postgres://postgres@localhost/{db}?host={}&port={PORT}",
-            self.dir.display()
+            "postgres://postgres@localhost/{db}?host={}&port={}",
+            self.dir.display(),
+            self.port
         )
     }
 
@@ -271,6 +437,16 @@ impl Cluster {
 }
 
 impl TestDb {
+    /// The URL of this database over TCP to `host` (`localhost`, `127.0.0.1`), for a
+    /// [`tcp_cluster`]; the caller adds the query (`?sslmode=...`).
+    pub fn tcp_url(&self, host: &str) -> String {
+        assert!(self.cluster.tcp, "tcp_url: not a tcp_cluster");
+        format!(
+            "postgres://postgres@{host}:{}/{}",
+            self.cluster.port, self.name
+        )
+    }
+
     /// A new connection to this database.
     pub fn connect(&self) -> postgres::Client {
         postgres::Client::connect(&self.url, postgres::NoTls)
@@ -283,7 +459,7 @@ impl TestDb {
             "-h".into(),
             self.cluster.dir.display().to_string(),
             "-p".into(),
-            PORT.to_string(),
+            self.cluster.port.to_string(),
             "-U".into(),
             "postgres".into(),
             "-d".into(),

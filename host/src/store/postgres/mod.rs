@@ -19,8 +19,8 @@ pub mod pages;
 pub mod pool;
 pub mod queue;
 mod store;
+pub mod tls;
 
-use std::str::FromStr;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -91,22 +91,36 @@ impl Wake for PgWake {
 
 impl PostgresStore {
     /// Connects to `url` (`postgres://user:password@host:port/db?...`, libpq's URL form; a Unix
-    /// socket as `?host=/run/postgresql`) and applies the migrations not yet applied.
+    /// socket as `?host=/run/postgresql`; TLS by libpq's `sslmode` and `sslrootcert`, see
+    /// [`tls`]) and applies the migrations not yet applied.
     pub fn open(url: &str) -> anyhow::Result<PostgresStore> {
-        let mut config = postgres::Config::from_str(url)
-            .map_err(|e| anyhow::anyhow!("invalid Postgres URL: {e}"))?;
+        let (mut config, settings) =
+            tls::parse_url(url).map_err(|e| anyhow::anyhow!("invalid Postgres URL: {e}"))?;
+        let connector = tls::Connector::new(&settings).map_err(|e| anyhow::anyhow!("{e}"))?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(Duration::from_secs(10));
         }
         if config.get_application_name().is_none() {
             config.application_name("cuecraft");
         }
-        let main = Pool::new(config.clone(), "", MAIN_CONNECTIONS, POOL_WAIT);
+        let main = Pool::new(
+            config.clone(),
+            connector.clone(),
+            "",
+            MAIN_CONNECTIONS,
+            POOL_WAIT,
+        );
         {
             let mut conn = main.get()?;
             migrations::migrate(&mut conn.client)?;
         }
-        let billing = Pool::new(config, BILLING_SETUP, BILLING_CONNECTIONS, POOL_WAIT);
+        let billing = Pool::new(
+            config,
+            connector,
+            BILLING_SETUP,
+            BILLING_CONNECTIONS,
+            POOL_WAIT,
+        );
         let main = Arc::new(main);
         Ok(PostgresStore {
             wake: Arc::new(PgWake {

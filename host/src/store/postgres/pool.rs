@@ -12,7 +12,9 @@ use std::ops::{Deref, DerefMut};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
-use postgres::{Client, Config, NoTls, Statement};
+use postgres::{Client, Config, Statement};
+
+use super::tls::Connector;
 
 /// A connection and the statements prepared on it.
 pub struct Conn {
@@ -44,6 +46,8 @@ struct State {
 /// The pool.
 pub struct Pool {
     config: Config,
+    /// TLS of every connection (the URL's sslmode, `super::tls`).
+    tls: Connector,
     /// SQL run on every new connection (session settings).
     setup: &'static str,
     max: usize,
@@ -73,10 +77,18 @@ impl std::fmt::Display for PoolError {
 impl std::error::Error for PoolError {}
 
 impl Pool {
-    /// A pool of at most `max` connections made from `config`, each set up with `setup`.
-    pub fn new(config: Config, setup: &'static str, max: usize, wait: Duration) -> Pool {
+    /// A pool of at most `max` connections made from `config` through `tls`, each set up with
+    /// `setup`.
+    pub fn new(
+        config: Config,
+        tls: Connector,
+        setup: &'static str,
+        max: usize,
+        wait: Duration,
+    ) -> Pool {
         Pool {
             config,
+            tls,
             setup,
             max: max.max(1),
             wait,
@@ -90,7 +102,7 @@ impl Pool {
 
     /// A new connection outside the pool (the queue's listener).
     pub fn connect(&self) -> Result<Client, postgres::Error> {
-        let mut client = self.config.connect(NoTls)?;
+        let mut client = self.config.connect(self.tls.clone())?;
         if !self.setup.is_empty() {
             client.batch_execute(self.setup)?;
         }

@@ -866,3 +866,162 @@ fn migration_3_moves_stored_lists_into_pages_byte_for_byte() {
     words.drain(999..1001);
     assert_eq!(read("t-long"), format!("[{}]", words.join(",")));
 }
+
+/// A cluster of its own listening on 127.0.0.1 with TLS from a test CA (certificate for
+/// `localhost` only), shared by this binary's TLS tests, and its certificates.
+fn tls_cluster() -> &'static (
+    cuecraft_pgtest::TestCerts,
+    &'static cuecraft_pgtest::Cluster,
+) {
+    static CLUSTER: std::sync::OnceLock<(
+        cuecraft_pgtest::TestCerts,
+        &'static cuecraft_pgtest::Cluster,
+    )> = std::sync::OnceLock::new();
+    CLUSTER.get_or_init(|| {
+        let certs = cuecraft_pgtest::TestCerts::make();
+        let cluster = cuecraft_pgtest::tcp_cluster(Some((&certs.cert, &certs.key)), migrate);
+        (certs, cluster)
+    })
+}
+
+fn migrate(url: &str) -> Result<(), String> {
+    let mut c = postgres::Client::connect(url, postgres::NoTls).map_err(|e| e.to_string())?;
+    migrations::migrate(&mut c)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// Whether the server sees the store's connection as encrypted, and with which TLS version.
+fn ssl_of(s: &PostgresStore) -> (bool, Option<String>) {
+    s.with(|c| {
+        let row = c.client.query_one(
+            "SELECT ssl, version FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+            &[],
+        )?;
+        Ok((row.get(0), row.get(1)))
+    })
+    .expect("pg_stat_ssl")
+}
+
+#[test]
+fn the_store_keeps_its_contract_over_tls_checked_to_a_ca_file() {
+    let (certs, cluster) = tls_cluster();
+    let open = |db: &cuecraft_pgtest::TestDb| {
+        let url = format!(
+            "{}?sslmode=verify-full&sslrootcert={}",
+            db.tcp_url("localhost"),
+            certs.ca.display()
+        );
+        PostgresStore::open(&url).unwrap_or_else(|e| panic!("open {url}: {e:#}"))
+    };
+    // Each contract on a database of its own, as the tests over the socket run them.
+    let db = cluster.fresh_db();
+    crate::store::contract::idempotency(&open(&db));
+    let db = cluster.fresh_db();
+    crate::store::contract::queue_stats(&open(&db));
+    let db = cluster.fresh_db();
+    let s = open(&db);
+    crate::store::contract::word_pages(&s, crate::store::pages::Geometry::DEFAULT.target);
+    // The queue's listener connects the same way: woken by another process's NOTIFY.
+    let wake = s.wake();
+    let e0 = wake.epoch();
+    wake.wait(e0, Duration::from_secs(10));
+    let seen = wake.epoch();
+    assert!(seen > e0, "the listener connected");
+    enqueue(&store(&db), "j1", "job");
+    wake.wait(seen, Duration::from_secs(10));
+    assert!(wake.epoch() > seen, "woken through the TLS listener");
+
+    // The server's view: every connection of the store's database is encrypted.
+    let (ssl, version) = ssl_of(&s);
+    assert!(ssl, "pg_stat_ssl.ssl of the store's connection");
+    assert!(version.is_some_and(|v| v.starts_with("TLSv1.")));
+    let mut admin = db.connect();
+    let (over_tcp, encrypted): (i64, i64) = {
+        let row = admin
+            .query_one(
+                "SELECT COUNT(*), COUNT(*) FILTER (WHERE s.ssl) FROM pg_stat_activity a \
+                 JOIN pg_stat_ssl s USING (pid) WHERE a.datname = $1 AND a.client_port IS NOT NULL \
+                 AND a.client_port > 0",
+                &[&db.name],
+            )
+            .expect("pg_stat_activity");
+        (row.get(0), row.get(1))
+    };
+    assert!(over_tcp >= 2, "the pool and the listener: {over_tcp}");
+    assert_eq!(encrypted, over_tcp, "every TCP connection is encrypted");
+}
+
+#[test]
+fn verify_full_refuses_another_ca_or_host_name_and_the_weaker_modes_do_what_libpq_does() {
+    let (certs, cluster) = tls_cluster();
+    let db = cluster.fresh_db();
+    let open = |host: &str, query: String| {
+        PostgresStore::open(&format!("{}?{query}", db.tcp_url(host))).map_err(|e| format!("{e:#}"))
+    };
+    let ca = certs.ca.display().to_string();
+    let other = certs.other_ca.display().to_string();
+
+    let refused = |r: Result<PostgresStore, String>| match r {
+        Ok(_) => panic!("connected"),
+        Err(e) => e,
+    };
+    let e = refused(open(
+        "localhost",
+        format!("sslmode=verify-full&sslrootcert={other}"),
+    ));
+    assert!(
+        e.contains("TLS handshake") && e.contains("invalid peer certificate: UnknownIssuer"),
+        "{e}"
+    );
+    // The certificate names localhost, not 127.0.0.1.
+    let e = refused(open(
+        "127.0.0.1",
+        format!("sslmode=verify-full&sslrootcert={ca}"),
+    ));
+    assert!(
+        e.contains("TLS handshake") && e.contains("not valid for name"),
+        "{e}"
+    );
+    let e = refused(open(
+        "localhost",
+        "sslmode=verify-ca&sslrootcert=/nonexistent.pem".into(),
+    ));
+    assert!(e.contains("/nonexistent.pem"), "{e}");
+
+    // verify-ca checks the chain only; require (without a CA) and prefer check nothing, and
+    // require with a CA checks the chain, as libpq does; all are encrypted.
+    for (host, query) in [
+        ("127.0.0.1", format!("sslmode=verify-ca&sslrootcert={ca}")),
+        ("127.0.0.1", "sslmode=require".to_string()),
+        ("localhost", "sslmode=prefer".to_string()),
+        ("localhost", String::new()),
+    ] {
+        let s = open(host, query.clone()).unwrap_or_else(|e| panic!("{query}: {e}"));
+        assert!(ssl_of(&s).0, "{query}: encrypted");
+    }
+    let e = refused(open(
+        "localhost",
+        format!("sslmode=require&sslrootcert={other}"),
+    ));
+    assert!(e.contains("UnknownIssuer"), "{e}");
+    let s = open("localhost", "sslmode=disable".into()).expect("disable");
+    assert!(!ssl_of(&s).0, "sslmode=disable is not encrypted");
+}
+
+#[test]
+fn sslmode_require_is_refused_by_a_server_without_tls() {
+    let cluster = cuecraft_pgtest::tcp_cluster(None, migrate);
+    let db = cluster.fresh_db();
+    let url = |query: &str| format!("{}?{query}", db.tcp_url("localhost"));
+    for query in ["sslmode=require", "sslmode=verify-full"] {
+        let e = match PostgresStore::open(&url(query)) {
+            Ok(_) => panic!("{query}: connected without TLS"),
+            Err(e) => format!("{e:#}"),
+        };
+        assert!(e.contains("server does not support TLS"), "{query}: {e}");
+    }
+    // prefer (the default) goes on without.
+    let s = PostgresStore::open(&url("sslmode=prefer")).expect("prefer");
+    assert!(!ssl_of(&s).0);
+}
