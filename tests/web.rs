@@ -1730,3 +1730,53 @@ fn the_projects_lead_in_moves_the_editors_downloads_only_and_undo_takes_it_back(
         assert_eq!(&api(f).body, b, "{f}");
     }
 }
+
+#[test]
+fn the_timeline_reads_pieces_of_the_peak_pyramid_not_the_whole_waveform() {
+    let server = Server::start(&[]);
+    let org = server.org(1000, &[]);
+    // 60 s: 3,000 peaks at 50 a second, and one coarser level of 750 (each the largest of 4).
+    let id = ready_job(&server, &org.key, "talk", &server.tone(60), "audio/wav");
+    let web = Web::sign_in(&server, &org.owner);
+    let data = web.get_json(&format!("/editor/{id}/data")).json();
+    let peaks = &data["peaks"];
+    assert_eq!(peaks["perSecond"], 50, "{peaks}");
+    assert_eq!(peaks["factor"], 4, "{peaks}");
+    let levels: Vec<u64> = peaks["levels"]
+        .as_array()
+        .expect("levels")
+        .iter()
+        .filter_map(Value::as_u64)
+        .collect();
+    assert_eq!(levels.len(), 2, "{peaks}");
+    let n0 = levels[0] as usize;
+    assert!((2990..=3010).contains(&n0), "{peaks}");
+    assert_eq!(levels[1] as usize, n0.div_ceil(4));
+    let url = peaks["url"].as_str().expect("url");
+    // Level 0 whole, as a page without the pyramid reads it.
+    let whole = web.get(url);
+    assert_eq!(whole.status, 200);
+    assert_eq!(whole.body.len(), n0);
+    assert!(whole.body.iter().any(|&v| v > 0), "a tone has a waveform");
+    // A piece of level 0 is those bytes; level 1 is the largest of every 4.
+    let piece = web.get(&format!("{url}?level=0&from=100&count=50"));
+    assert_eq!(piece.status, 200);
+    assert_eq!(piece.body, whole.body[100..150]);
+    let level1 = web.get(&format!("{url}?level=1&from=0&count=2048"));
+    assert_eq!(level1.status, 200);
+    assert_eq!(level1.body.len(), levels[1] as usize);
+    for (i, v) in level1.body.iter().enumerate() {
+        let below = &whole.body[i * 4..(i * 4 + 4).min(n0)];
+        assert_eq!(*v, *below.iter().max().expect("values"), "value {i}");
+    }
+    // Past the end is empty; a level the pyramid has not is 404; nonsense is 400.
+    let past = web.get(&format!("{url}?level=1&from=100000&count=10"));
+    assert_eq!((past.status, past.body.len()), (200, 0));
+    assert_eq!(
+        web.get(&format!("{url}?level=2&from=0&count=10")).status,
+        404
+    );
+    for bad in ["level=x", "level=0&from=-1", "level=0&count=70000"] {
+        assert_eq!(web.get(&format!("{url}?{bad}")).status, 400, "{bad}");
+    }
+}

@@ -275,7 +275,9 @@ def the_timeline(page):
         page.mouse.wheel(0, -100)
         page.wait_for_timeout(50)
     page.keyboard.up("Control")
-    wait_js(page, f"Number(document.getElementById('wave').dataset.pxPerMs) > {ppm * 2}")
+    # Four notches of 1.25: at least twice as close, or as close as the timeline goes (24 px a
+    # frame of 40 ms at 25 fps) for a file this short.
+    wait_js(page, f"Number(document.getElementById('wave').dataset.pxPerMs) >= {min(ppm * 2, 24 / 40) - 1e-9}")
     page.wait_for_timeout(300)
     page.screenshot(path=cfg["shots"] + "/editor-timeline-zoomed.png")
 

@@ -145,7 +145,11 @@ export class Timeline {
     if (e.ctrlKey || e.altKey || e.metaKey) {
       e.preventDefault();
       const r = this.scroller.getBoundingClientRect();
-      this.zoom(e.deltaY < 0 ? 1.25 : 0.8, e.clientX - r.left);
+      // By how far the wheel turned, not per event: a mouse notch (100 px) zooms by 1.25, a
+      // trackpad's small steps zoom smoothly, and events the browser coalesces under load
+      // (one event of -200 for two notches) zoom as far as the notches they stand for.
+      const px = e.deltaMode === 1 ? e.deltaY * 33 : e.deltaMode === 2 ? e.deltaY * 800 : e.deltaY;
+      this.zoom(Math.min(4, Math.max(0.25, 1.25 ** (-px / 100))), e.clientX - r.left);
     } else if (Math.abs(e.deltaY) > Math.abs(e.deltaX)) {
       // The wheel scrolls the timeline sideways (the page scrolls outside it).
       e.preventDefault();

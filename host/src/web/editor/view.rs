@@ -13,7 +13,6 @@ use serde_json::{json, Value};
 
 use crate::api::results::{job_frame_rate, job_settings};
 use crate::http::{App, Body};
-use crate::media::Object;
 use crate::store::JobRow;
 use crate::util::rfc3339;
 use crate::words::decode;
@@ -244,11 +243,9 @@ pub(super) fn editor_json(
         }
         None => Value::Null,
     };
-    let has_peaks = app
-        .media
-        .size(&job.id, Object::Peaks)
-        .map_err(|e| WebError::Internal(format!("media store: {e}")))?
-        .is_some();
+    // The pyramid's level sizes (made here once for a job from before it existed).
+    let peak_levels = crate::media::peaks::ensure_levels(app.media.as_ref(), &job.id)
+        .map_err(|e| WebError::Internal(format!("media store: {e}")))?;
     let fr = job_frame_rate(job);
     let mut out = json!({
         "job": {
@@ -261,9 +258,15 @@ pub(super) fn editor_json(
             "frameRate": {"num": fr.num, "den": fr.den},
         },
         "media": media,
-        "peaks": if has_peaks {
-            json!({"url": format!("/editor/{}/peaks", job.id), "perSecond": crate::media::PEAKS_PER_SECOND})
-        } else { Value::Null },
+        "peaks": match peak_levels {
+            Some(levels) => json!({
+                "url": format!("/editor/{}/peaks", job.id),
+                "perSecond": crate::media::PEAKS_PER_SECOND,
+                "levels": levels,
+                "factor": crate::media::peaks::FACTOR,
+            }),
+            None => Value::Null,
+        },
         "transcripts": [],
     });
     if job.status != "ready" {
