@@ -212,3 +212,80 @@ fn serve_refuses_to_start_without_the_whisper_model_in_one_line_naming_the_fix()
         );
     }
 }
+
+/// `cuecraft submit` over https: a TLS proxy with a certificate of a test CA (for `localhost`)
+/// in front of the real server, as a deployment's reverse proxy is. The API calls (create, poll,
+/// download) go through it; the upload URL is the server's own `--public-url`.
+#[test]
+fn submit_speaks_https_and_checks_the_certificate_against_the_ca_file() {
+    let certs = cuecraft_pgtest::TestCerts::make();
+    let proxy = crate::common::tls::TlsProxy::start(&certs.cert, &certs.key);
+    let server = crate::common::Server::start(&["--workers", "1"]);
+    proxy.forward_to(server.port);
+    let org = server.org(10_000, &[]);
+    let media = server.tone(3);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let submit = |api: &str, out: &Path| {
+        let mut cmd = Command::new(BIN);
+        cmd.arg("submit")
+            .arg(&media)
+            .args(["--api", api, "--key", &org.key, "--poll-interval", "0.2"])
+            .arg("-o")
+            .arg(out)
+            .env_remove("CUECRAFT_CA_FILE");
+        cmd
+    };
+    let api = format!("https://localhost:{}/v1", proxy.port);
+
+    let out = dir.path().join("tone.srt");
+    let run = submit(&api, &out)
+        .arg("--ca-file")
+        .arg(&certs.ca)
+        .output()
+        .expect("run cuecraft submit");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}\n{}", server.log());
+    assert!(stderr.contains("ready"), "{stderr}");
+    let srt = std::fs::read(&out).expect("srt written");
+    let cues = parse(Format::Srt, &srt).expect("valid SRT");
+    assert!(!cues.is_empty(), "{}", String::from_utf8_lossy(&srt));
+    assert!(
+        proxy.handshakes() >= 3,
+        "create, poll and download went through TLS: {}",
+        proxy.handshakes()
+    );
+
+    // The same CA from the environment.
+    let out = dir.path().join("env.srt");
+    let run = submit(&api, &out)
+        .env("CUECRAFT_CA_FILE", &certs.ca)
+        .output()
+        .expect("run cuecraft submit");
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(out.exists());
+
+    // Without the CA (the system's roots do not know it): refused before anything is sent.
+    let out = dir.path().join("refused.srt");
+    let run = submit(&api, &out).output().expect("run cuecraft submit");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success());
+    assert!(
+        stderr.contains("invalid peer certificate: UnknownIssuer") && stderr.contains("--ca-file"),
+        "{stderr}"
+    );
+    assert!(!out.exists());
+
+    // The certificate names localhost, not 127.0.0.1.
+    let run = submit(&format!("https://127.0.0.1:{}/v1", proxy.port), &out)
+        .arg("--ca-file")
+        .arg(&certs.ca)
+        .output()
+        .expect("run cuecraft submit");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success());
+    assert!(stderr.contains("not valid for name"), "{stderr}");
+}

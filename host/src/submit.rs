@@ -17,7 +17,7 @@ use anyhow::{anyhow, bail, Context};
 use serde_json::{json, Value};
 
 use crate::media;
-use http::{Body, Response, Url};
+use http::{Body, Response, Tls, Url};
 
 /// Longest wait honoured from a `Retry-After` header.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
@@ -40,9 +40,14 @@ pub struct SubmitArgs {
     /// Where to write the subtitles (`-` for stdout); default: FILE with the format's extension.
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
-    /// Base URL of the API, including `/v1` (http:// only), e.g. http://127.0.0.1:8080/v1.
+    /// Base URL of the API, including `/v1`, e.g. https://subtitles.example.com/v1 or
+    /// http://127.0.0.1:8080/v1.
     #[arg(long)]
     pub api: String,
+    /// PEM certificate(s) of a private CA to trust for https (the API and the upload URL)
+    /// instead of the system's roots.
+    #[arg(long, env = "CUECRAFT_CA_FILE", value_name = "FILE")]
+    pub ca_file: Option<PathBuf>,
     /// API key; default: the CUECRAFT_API_KEY environment variable.
     #[arg(long)]
     pub key: Option<String>,
@@ -82,7 +87,11 @@ pub fn run(args: SubmitArgs) -> anyhow::Result<()> {
         None => args.file.with_extension(extension),
     };
 
-    let client = Client { api, key };
+    let client = Client {
+        api,
+        key,
+        tls: Tls::new(args.ca_file.clone()),
+    };
     let job = describe_file(&args)?;
     eprintln!(
         "{}: {}, {} bytes, {:.1} s",
@@ -108,7 +117,7 @@ pub fn run(args: SubmitArgs) -> anyhow::Result<()> {
         eprintln!("editor: {editor}");
     }
 
-    upload(&created, &args.file, job.size)?;
+    upload(&client.tls, &created, &args.file, job.size)?;
     let ready = poll(&client, &id, poll_interval)?;
     let language = ready.get("language").and_then(Value::as_str).unwrap_or("?");
     let subtitles = client.call(
@@ -129,7 +138,8 @@ pub fn run(args: SubmitArgs) -> anyhow::Result<()> {
 
 /// `GET {api}{path}` with the key from `key` or `CUECRAFT_API_KEY`, its JSON answer; an API error
 /// becomes an error carrying its `error` and `code`, a 429 is waited out. For `cuecraft check
-/// --job`, which reads a job's transcript.
+/// --job`, which reads a job's transcript; https is checked against `CUECRAFT_CA_FILE` when set,
+/// else the system's roots.
 pub fn get_json(api: &str, key: Option<&str>, path: &str) -> anyhow::Result<Value> {
     let key = match key {
         Some(k) => k.to_string(),
@@ -137,7 +147,8 @@ pub fn get_json(api: &str, key: Option<&str>, path: &str) -> anyhow::Result<Valu
             .map_err(|_| anyhow!("no API key: pass --key or set CUECRAFT_API_KEY"))?,
     };
     let api = Url::parse(api.trim_end_matches('/')).map_err(|e| anyhow!("--api {e}"))?;
-    Client { api, key }.call_json("GET", path, None)
+    let tls = Tls::new(std::env::var_os("CUECRAFT_CA_FILE").map(PathBuf::from));
+    Client { api, key, tls }.call_json("GET", path, None)
 }
 
 /// What `POST /jobs` declares about the file.
@@ -259,6 +270,7 @@ fn str_field<'a>(value: &'a Value, field: &str) -> anyhow::Result<&'a str> {
 struct Client {
     api: Url,
     key: String,
+    tls: Tls,
 }
 
 impl Client {
@@ -277,6 +289,7 @@ impl Client {
                 headers.push(("Content-Type", "application/json"));
             }
             let response = http::request(
+                &self.tls,
                 method,
                 &url,
                 &headers,
@@ -348,7 +361,7 @@ fn api_error(response: &Response) -> String {
     message
 }
 
-fn upload(created: &Value, file: &Path, size: u64) -> anyhow::Result<()> {
+fn upload(tls: &Tls, created: &Value, file: &Path, size: u64) -> anyhow::Result<()> {
     let upload = created
         .get("upload")
         .ok_or_else(|| anyhow!("the server's answer has no upload URL"))?;
@@ -382,6 +395,7 @@ fn upload(created: &Value, file: &Path, size: u64) -> anyhow::Result<()> {
         attempt += 1;
         let mut bar = ProgressBar::new(size);
         let result = http::request(
+            tls,
             method,
             &url,
             &header_refs,

@@ -93,6 +93,7 @@ fn args(file: PathBuf, api: &str, output: PathBuf) -> SubmitArgs {
         output: Some(output),
         api: format!("{api}/v1"),
         key: Some("ck_test_key".into()),
+        ca_file: None,
         poll_interval: 0.05,
         name: None,
         content_type: None,
@@ -232,12 +233,8 @@ fn submit_prints_the_api_error_and_code() {
 fn submit_refuses_bad_arguments_before_calling_the_server() {
     let dir = tempfile::tempdir().unwrap();
     let file = media_file(dir.path());
-    let mut a = args(
-        file.clone(),
-        "https://example.com",
-        dir.path().join("o.srt"),
-    );
-    assert!(format!("{:#}", run(a).unwrap_err()).contains("https is not supported"));
+    let mut a = args(file.clone(), "ftp://example.com", dir.path().join("o.srt"));
+    assert!(format!("{:#}", run(a).unwrap_err()).contains("expected an http:// or https:// URL"));
     a = args(file.clone(), "http://127.0.0.1:9", dir.path().join("o.srt"));
     a.format = "docx".into();
     assert!(format!("{:#}", run(a).unwrap_err()).contains("unsupported --format"));

@@ -14,6 +14,7 @@ use serde_json::Value;
 
 #[cfg(feature = "s3")]
 pub mod s3;
+pub mod tls;
 
 /// Whether the suite runs its servers on the S3 media store (`CUECRAFT_TEST_MEDIA=s3`: a
 /// SeaweedFS bucket started by the tests, `--media s3://...`) instead of the data directory.

@@ -1,15 +1,22 @@
-//! A small blocking HTTP/1.1 client for `cuecraft submit`: `http://` only, one connection per
-//! request (`Connection: close`), request bodies streamed from disk with a progress callback.
+//! A small blocking HTTP/1.1 client for `cuecraft submit`: `http://` and `https://`, one
+//! connection per request (`Connection: close`), request bodies streamed from disk with a
+//! progress callback.
 //!
 //! It exists so the client stays a plain sequential program (create, upload, poll, download) with
 //! no async runtime, and so the upload body is read from the file in 64 KiB pieces rather than
-//! held in memory. TLS is out of scope: put the server behind a TLS-terminating proxy and run the
-//! client on the same network, or use any HTTPS client against the documented API.
+//! held in memory. TLS is rustls (`crate::tls`: the `ring` provider, the host name and chain
+//! checked against the system's roots or a CA file), never written here.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
+
+use rustls::pki_types::ServerName;
+use rustls::{ClientConfig, ClientConnection, StreamOwned};
+
+use crate::tls::{Check, Roots};
 
 /// Longest status line plus headers accepted from a server.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
@@ -18,29 +25,29 @@ const MAX_BODY_BYTES: u64 = 512 * 1024 * 1024;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 const IO_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// An `http://host[:port]/path?query` URL.
+/// An `http://` or `https://host[:port]/path?query` URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Url {
+    /// Whether it is `https://`.
+    pub https: bool,
     /// Host name or IP address (IPv6 without brackets).
     pub host: String,
-    /// TCP port; 80 when the URL names none.
+    /// TCP port; 80 (http) or 443 (https) when the URL names none.
     pub port: u16,
     /// Path and query, starting with `/`.
     pub target: String,
 }
 
 impl Url {
-    /// Parses an absolute `http://` URL.
+    /// Parses an absolute `http://` or `https://` URL.
     pub fn parse(text: &str) -> Result<Url, String> {
         let text = text.trim();
-        let rest = if let Some(rest) = text.strip_prefix("http://") {
-            rest
-        } else if text.starts_with("https://") {
-            return Err(format!(
-                "{text}: https is not supported by cuecraft submit; use the server's http:// address (for example behind your TLS proxy, on its private side)"
-            ));
+        let (https, rest) = if let Some(rest) = text.strip_prefix("http://") {
+            (false, rest)
+        } else if let Some(rest) = text.strip_prefix("https://") {
+            (true, rest)
         } else {
-            return Err(format!("{text}: expected an http:// URL"));
+            return Err(format!("{text}: expected an http:// or https:// URL"));
         };
         let (authority, target) = match rest.find(['/', '?']) {
             Some(i) if rest[i..].starts_with('/') => (&rest[..i], rest[i..].to_string()),
@@ -76,15 +83,22 @@ impl Url {
                 .ok()
                 .filter(|p| *p != 0)
                 .ok_or_else(|| format!("{text}: bad port {p:?}"))?,
+            None if https => 443,
             None => 80,
         };
-        Ok(Url { host, port, target })
+        Ok(Url {
+            https,
+            host,
+            port,
+            target,
+        })
     }
 
     /// This URL with `suffix` (`/jobs`, `/jobs/ID?format=srt`) appended to its path.
     pub fn join(&self, suffix: &str) -> Url {
         let base = self.target.split('?').next().unwrap_or("/");
         Url {
+            https: self.https,
             host: self.host.clone(),
             port: self.port,
             target: format!("{}{}", base.trim_end_matches('/'), suffix),
@@ -97,13 +111,44 @@ impl Url {
         } else {
             self.host.clone()
         };
-        if self.port == 80 {
+        if self.port == if self.https { 443 } else { 80 } {
             host
         } else {
             format!("{host}:{}", self.port)
         }
     }
 }
+
+/// How `https://` servers are checked: the chain and the host name, against the system's roots or
+/// the certificates of a CA file. The rustls configuration (and so the roots) is read at the
+/// first https request, so an http-only run never needs them.
+pub struct Tls {
+    roots: Roots,
+    config: OnceLock<Result<Arc<ClientConfig>, String>>,
+}
+
+impl Tls {
+    /// The system's roots, or `ca_file`'s certificates (a private CA) when given.
+    pub fn new(ca_file: Option<PathBuf>) -> Tls {
+        Tls {
+            roots: ca_file.map_or(Roots::System, Roots::File),
+            config: OnceLock::new(),
+        }
+    }
+
+    fn config(&self) -> io::Result<Arc<ClientConfig>> {
+        self.config
+            .get_or_init(|| {
+                crate::tls::client_config(&Check::ChainAndName(self.roots.clone()), &[b"http/1.1"])
+            })
+            .clone()
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))
+    }
+}
+
+/// A connection: plain TCP, or TLS over it.
+trait Conn: Read + Write {}
+impl<T: Read + Write> Conn for T {}
 
 /// A response: status, headers (names lowercased) and the whole body.
 #[derive(Debug, Clone)]
@@ -147,15 +192,13 @@ pub enum Body<'a> {
 /// Sends one request and reads the whole response. `headers` must not include `Host` or
 /// `Connection`; `Content-Length` is added for `Body::Bytes` and must be given for `Body::File`.
 pub fn request(
+    tls: &Tls,
     method: &str,
     url: &Url,
     headers: &[(&str, &str)],
     body: Body<'_>,
 ) -> io::Result<Response> {
-    let stream = connect(url)?;
-    stream.set_read_timeout(Some(IO_TIMEOUT))?;
-    stream.set_write_timeout(Some(IO_TIMEOUT))?;
-    let mut writer = io::BufWriter::with_capacity(64 * 1024, stream.try_clone()?);
+    let mut stream = connect(tls, url)?;
 
     let mut head = format!(
         "{method} {} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nUser-Agent: cuecraft-submit/{}\r\n",
@@ -177,6 +220,7 @@ pub fn request(
     }
     head.push_str("\r\n");
 
+    let mut writer = io::BufWriter::with_capacity(64 * 1024, &mut stream);
     let sent = (|| -> io::Result<()> {
         writer.write_all(head.as_bytes())?;
         match body {
@@ -190,6 +234,8 @@ pub fn request(
         }
         writer.flush()
     })();
+    // Whatever the buffer still holds is not sent after an error.
+    drop(writer.into_parts());
     // A server may answer and close before the body is complete (a refused upload): its answer is
     // worth more than our broken pipe, so try to read it before reporting the write error.
     let mut reader = BufReader::new(stream);
@@ -200,7 +246,45 @@ pub fn request(
     }
 }
 
-fn connect(url: &Url) -> io::Result<TcpStream> {
+/// A connection to `url`'s host: TCP, and for https a TLS session whose handshake (and so the
+/// certificate check) is done here, so a refused certificate is reported as such.
+fn connect(tls: &Tls, url: &Url) -> io::Result<Box<dyn Conn>> {
+    let mut tcp = connect_tcp(url)?;
+    tcp.set_read_timeout(Some(IO_TIMEOUT))?;
+    tcp.set_write_timeout(Some(IO_TIMEOUT))?;
+    if !url.https {
+        return Ok(Box::new(tcp));
+    }
+    let name = ServerName::try_from(url.host.clone()).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{}: not a host name TLS can check", url.host),
+        )
+    })?;
+    let mut session = ClientConnection::new(tls.config()?, name)
+        .map_err(|e| io::Error::other(format!("TLS: {e}")))?;
+    while session.is_handshaking() {
+        if let Err(e) = session.complete_io(&mut tcp) {
+            let refused = e
+                .get_ref()
+                .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+                .is_some_and(|r| matches!(r, rustls::Error::InvalidCertificate(_)));
+            let hint = if refused {
+                "; if the server's certificate is signed by a private CA, name its certificate with \
+                 --ca-file FILE (or CUECRAFT_CA_FILE)"
+            } else {
+                ""
+            };
+            return Err(io::Error::new(
+                e.kind(),
+                format!("TLS with {}:{}: {e}{hint}", url.host, url.port),
+            ));
+        }
+    }
+    Ok(Box::new(StreamOwned::new(session, tcp)))
+}
+
+fn connect_tcp(url: &Url) -> io::Result<TcpStream> {
     let mut last = io::Error::new(
         io::ErrorKind::NotFound,
         format!("{} resolves to no address", url.host),
@@ -389,6 +473,7 @@ mod tests {
         assert_eq!(
             url("http://127.0.0.1:8080/v1"),
             Url {
+                https: false,
                 host: "127.0.0.1".into(),
                 port: 8080,
                 target: "/v1".into()
@@ -404,8 +489,13 @@ mod tests {
             url("http://h:1/v1/").join("/jobs/abc?format=srt").target,
             "/v1/jobs/abc?format=srt"
         );
+        let secure = url("https://example.com/v1");
+        assert_eq!((secure.https, secure.port), (true, 443));
+        assert_eq!(secure.host_header(), "example.com");
+        assert!(secure.join("/jobs").https);
+        assert_eq!(url("https://h:8443/").host_header(), "h:8443");
+        assert_eq!(url("http://h:443/").host_header(), "h:443");
         for refused in [
-            "https://h/v1",
             "ftp://h",
             "http://",
             "http://h:0/",
