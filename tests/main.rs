@@ -17,5 +17,6 @@ mod ops;
 mod pipeline;
 mod postgres;
 mod scaleout;
+mod speakers;
 mod web;
 mod workers;
