@@ -1,6 +1,7 @@
 //! Speakers through the real server (issue 23): a two-voice recording made with flite gives two
 //! speakers on the cues, a blank line in the text transcript at each speaker change between cues
-//! and a dashed cue where both people speak in one cue; silence and one-word media are ready,
+//! (after a dashed cue, where its second speaker hands over) and a dashed cue where both people
+//! speak in one cue; silence and one-word media are ready,
 //! never failed. The recognizer is a command plug-in that prints the words of the recording (their
 //! times placed inside each spoken turn), with speaker 0 on every word, so the speakers come from
 //! the service's own diarization of the real audio, in seconds rather than a Whisper run.
@@ -217,14 +218,34 @@ fn two_voices_give_two_speakers_blank_lines_and_a_dashed_cue() {
     // "Yes." is too short for a cue of its own: it shares one with the question, dashed.
     assert!(dashed >= 1, "no dashed cue\n{body}");
 
-    // The text transcript: one cue a line, a blank line where the speaker changes from one cue
-    // to the next.
+    // The text transcript: one cue a line, a blank line where the speaker changes from the end
+    // of one cue to the start of the next (inside a dashed cue its dashes show the change).
     let text = server
         .get(&org.key, &format!("/v1/jobs/{id}/transcript?format=text"))
         .text();
+    // Who speaks last in each cue: in a dashed cue the second line's speaker.
+    let last: Vec<u64> = cues
+        .iter()
+        .map(|c| {
+            let s = c["speaker"].as_u64().unwrap_or(0);
+            let lines = c["lines"].as_array().map_or(0, Vec::len);
+            let dashed = lines == 2
+                && c["lines"].as_array().is_some_and(|l| {
+                    l.iter()
+                        .all(|x| x.as_str().is_some_and(|x| x.starts_with('\u{2014}')))
+                });
+            if dashed {
+                1 - s.min(1)
+            } else {
+                s
+            }
+        })
+        .collect();
     let changes = cues
-        .windows(2)
-        .filter(|w| w[0]["speaker"] != w[1]["speaker"])
+        .iter()
+        .skip(1)
+        .zip(&last)
+        .filter(|(next, before)| next["speaker"].as_u64() != Some(**before))
         .count();
     assert!(changes >= 2, "{body}");
     assert_eq!(text.matches("\n\n").count(), changes, "{text}");

@@ -345,10 +345,26 @@ pub fn clean_words(words: &[Word], language: &str) -> Vec<Word> {
     out
 }
 
+/// The speaker of the last word of `cue` that shows anything; `cue.speaker` for a cue without
+/// such words (one read from a file).
+fn last_speaker(cue: &Cue) -> u32 {
+    cue.words
+        .iter()
+        .rev()
+        .find(|w| {
+            w.text
+                .chars()
+                .any(|c| !c.is_whitespace() && !c.is_control())
+        })
+        .map_or(cue.speaker, |w| w.speaker)
+}
+
 /// Renders the plain-text transcript form and applies `max_chars`.
 ///
 /// One cue per line (the cue's lines joined by one space), a blank line where the speaker changes,
-/// `\n` line ends and a final newline; no cues give the empty string.
+/// `\n` line ends and a final newline; no cues give the empty string. The speaker changes between
+/// the last word shown of one cue and the first of the next (`cue.speaker`); a change inside a
+/// dashed two-speaker cue is shown by its dashes, the cue staying one line.
 ///
 /// `max_chars` counts grapheme clusters (as every character count of the engine does) of the text
 /// *before the final newline*; the line ends and blank lines inside it count as one character
@@ -364,7 +380,9 @@ pub fn transcript_text(cues: &[Cue], max_chars: Option<usize>) -> (String, bool)
         if prev_speaker.is_some_and(|s| s != cue.speaker) {
             text.push('\n');
         }
-        prev_speaker = Some(cue.speaker);
+        // The speaker who talks last in the cue: in a dashed two-speaker cue the second line's,
+        // so the blank line falls where the speaker changes, not one cue late.
+        prev_speaker = Some(last_speaker(cue));
         let mut first = true;
         for line in &cue.lines {
             if !first {
@@ -643,6 +661,32 @@ mod tests {
         assert_eq!(text, "Hello there, my friend.\nHow are you?\n\nFine.\n");
         assert!(!truncated);
         assert_eq!(transcript_text(&[], Some(5)), (String::new(), false));
+    }
+
+    #[test]
+    fn transcript_text_breaks_where_the_speaker_changes_around_a_dashed_cue() {
+        // Speaker 0, then a dashed cue 0 -> 1, then speaker 1 goes on, then speaker 0.
+        let w = |text: &str, speaker| Word::new(text, Millis(0), Millis(1), speaker);
+        let with_words = |lines: &[&str], words: Vec<Word>| Cue {
+            speaker: words[0].speaker,
+            words,
+            ..cue(0, lines)
+        };
+        let cues = [
+            with_words(&["We took the train."], vec![w("We", 0), w("train.", 0)]),
+            with_words(&["—Late?", "—Very."], vec![w("Late?", 0), w("Very.", 1)]),
+            with_words(&["Two hours."], vec![w("Two", 1), w("hours.", 1)]),
+            with_words(&["Oh."], vec![w("Oh.", 0), w(" ", 1)]),
+            with_words(&["Yes."], vec![w("Yes.", 0)]),
+        ];
+        let (text, _) = transcript_text(&cues, None);
+        // No blank line before the dashed cue (its first speaker goes on), none after it (its
+        // second speaker goes on), one where speaker 1 hands back to 0; an invisible word of
+        // another speaker at a cue's end changes nothing.
+        assert_eq!(
+            text,
+            "We took the train.\n—Late? —Very.\nTwo hours.\n\nOh.\nYes.\n"
+        );
     }
 
     #[test]
