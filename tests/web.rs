@@ -437,14 +437,15 @@ fn edits_reach_every_api_download_byte_for_byte_and_conflicts_are_refused() {
     };
     check_downloads("after a text edit");
     // Split before the third word of the cue, then a line break; each is a new revision.
-    let at = first["from"].as_u64().expect("from") + 2;
+    let at = first["from"].as_u64().expect("from") + 1;
     let split = web.post_json(
         &format!("/editor/{id}/edit"),
         &json!({"revision": 1, "op": "split", "at": at}),
     );
     assert_eq!(split.status, 200, "{}", split.text());
     let cues = split.json()["cues"].clone();
-    assert_eq!(cues[0]["lines"], json!(["Hello there."]));
+    assert_eq!(cues[0]["lines"], json!(["Hello"]));
+    assert_eq!(cues[1]["lines"], json!(["there."]));
     check_downloads("after a split");
     // A second tab still on revision 1 gets a conflict, never a silent overwrite.
     let stale = web.post_json(
@@ -1412,7 +1413,7 @@ fn an_edit_in_the_editor_changes_only_its_cues_and_laying_out_again_is_asked_for
 }
 
 #[test]
-fn an_end_nudged_under_what_reading_pace_needs_is_held_and_the_answer_says_why() {
+fn an_end_nudged_under_what_reading_pace_needs_is_refused_saying_why_and_writes_no_revision() {
     let server = Server::start(&[]);
     let org = server.org(1000, &[]);
     let id = ready_job(&server, &org.key, "talk", &server.tone(3), "audio/wav");
@@ -1426,25 +1427,162 @@ fn an_end_nudged_under_what_reading_pace_needs_is_held_and_the_answer_says_why()
     );
     assert_eq!(r.status, 200, "{}", r.text());
     let cue = r.json()["cues"][0].clone();
+    let revisions = || {
+        web.get_json(&format!("/editor/{id}/revisions")).json()["revisions"]
+            .as_array()
+            .map_or(0, |r| r.len())
+    };
+    let before = revisions();
     let r = web.post_json(
         &format!("/editor/{id}/edit"),
-        &json!({"revision": 1, "op": "nudge", "from": cue["from"], "to": cue["to"], "edge": "end", "frames": -1, "time": cue["end"]}),
+        &json!({"revision": 1, "op": "nudge", "from": cue["from"], "to": cue["to"], "edge": "end", "frames": -1}),
     );
-    assert_eq!(r.status, 200, "{}", r.text());
-    let d = r.json();
-    assert_eq!(d["cues"][0]["end"], cue["end"], "held: {d}");
-    let notice = d["notice"].as_str().unwrap_or_default();
+    assert_eq!(r.status, 400, "{}", r.text());
+    let msg = r.json()["error"].as_str().unwrap_or_default().to_string();
     assert!(
-        notice.contains("end stays at") && notice.contains("characters a second"),
-        "{notice}"
+        msg.contains("end stays at") && msg.contains("characters a second"),
+        "{msg}"
     );
-    // A nudge the layout follows carries no notice.
+    assert_eq!(revisions(), before, "a refused nudge writes no revision");
+    let data = web.get_json(&format!("/editor/{id}/data")).json();
+    assert_eq!(data["transcript"]["revision"], 1);
+    assert_eq!(data["cues"][0]["end"], cue["end"]);
+    // A nudge the layout follows is saved, and carries no notice.
     let r = web.post_json(
         &format!("/editor/{id}/edit"),
-        &json!({"revision": 2, "op": "nudge", "from": cue["from"], "to": cue["to"], "edge": "end", "frames": 1, "time": cue["end"]}),
+        &json!({"revision": 1, "op": "nudge", "from": cue["from"], "to": cue["to"], "edge": "end", "frames": 1}),
     );
     assert_eq!(r.status, 200, "{}", r.text());
     assert!(r.json().get("notice").is_none());
+    assert_eq!(revisions(), before + 1);
+}
+
+#[test]
+fn a_typed_time_reaches_the_api_moving_a_neighbour_or_refused_and_nothing_changed_is_no_revision() {
+    let server = Server::start(&[]);
+    let org = server.org(1000, &[]);
+    let id = ready_job(&server, &org.key, "talk", &server.tone(3), "audio/wav");
+    let web = Web::sign_in(&server, &org.owner);
+    let data = web.get_json(&format!("/editor/{id}/data")).json();
+    let ms = |v: &Value| v.as_i64().expect("ms");
+    // The API's cues as (start, end) in ms.
+    let api = || -> Vec<(i64, i64)> {
+        server
+            .get(&org.key, &format!("/v1/jobs/{id}/transcript"))
+            .json()["cues"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                let t = |k: &str| (c[k].as_f64().expect("time") * 1000.0).round() as i64;
+                (t("start"), t("end"))
+            })
+            .collect()
+    };
+    let revisions = || {
+        web.get_json(&format!("/editor/{id}/revisions")).json()["revisions"]
+            .as_array()
+            .map_or(0, |r| r.len())
+    };
+    let before = api();
+    assert!(before.len() >= 2, "{before:?}");
+    let (c0, c1) = (data["cues"][0].clone(), data["cues"][1].clone());
+    let settime = |rev: i64, c: &Value, edge: &str, time: i64| {
+        web.post_json(
+            &format!("/editor/{id}/edit"),
+            &json!({"revision": rev, "op": "settime", "from": c["from"], "to": c["to"], "edge": edge, "time": time}),
+        )
+    };
+    // Cue 2's start two frames later, typed 10 ms off the frame grid: on the grid in the API,
+    // every other cue as it was. Its end stays, or moves on for the reading pace the cue needs,
+    // which the answer says.
+    let start = ms(&c1["start"]) + 80;
+    let r = settime(0, &c1, "start", start + 10);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let after = api();
+    assert_eq!(after[1].0, start);
+    // Chaining keeps a short gap closed: cue 1's end may follow, which the answer says too.
+    let notice = r.json()["notice"].as_str().unwrap_or_default().to_string();
+    for (k, edge, moved) in [
+        (2, "end", after[1].1 != before[1].1),
+        (1, "end", after[0].1 != before[0].1),
+    ] {
+        assert!(
+            !moved || notice.contains(&format!("Cue {k}'s {edge} moved")),
+            "{notice}"
+        );
+    }
+    assert_eq!(after[0].0, before[0].0);
+    assert_eq!(after[2..], before[2..]);
+    let before = after;
+    // Cue 1's end typed into cue 2: cue 2 starts the minimum gap (the job's frames, 40 ms each)
+    // later, and the answer says so.
+    let gap = 40
+        * data["settings"]["minFramesBetweenSubtitles"]
+            .as_i64()
+            .expect("gap");
+    let end = start + 40;
+    let r = settime(1, &c0, "end", end);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let notice = r.json()["notice"].as_str().unwrap_or_default().to_string();
+    assert!(notice.contains("Cue 2's start moved"), "{notice}");
+    let after = api();
+    assert_eq!((after[0].1, after[1].0), (end, end + gap));
+    // Cue 2 keeps its end, or it moves on for the reading pace it needs, which the answer says.
+    assert!(
+        after[1].1 == before[1].1 || notice.contains("Cue 2's end moved"),
+        "{notice}"
+    );
+    let history = web.get_json(&format!("/editor/{id}/revisions")).json();
+    assert!(
+        history["revisions"][0]["note"].as_str().is_some_and(|n| n
+            .starts_with("Set cue 1's end to")
+            && n.contains("cue 2's start moved")),
+        "{history}"
+    );
+    // Refused: an end past the next cue's end (it would be left no time), a start after its own
+    // end, a time that is not one. No revision is written and the API is unchanged.
+    let n = revisions();
+    let data = web.get_json(&format!("/editor/{id}/data")).json();
+    let (c0, c1) = (data["cues"][0].clone(), data["cues"][1].clone());
+    let r = settime(2, &c0, "end", ms(&c1["end"]) + 400);
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(r.text().contains("cue 2 ends at"), "{}", r.text());
+    let r = settime(2, &c1, "start", ms(&c1["end"]) + 40);
+    assert_eq!(r.status, 400, "{}", r.text());
+    let r = web.post_json(
+        &format!("/editor/{id}/edit"),
+        &json!({"revision": 2, "op": "settime", "from": c0["from"], "to": c0["to"], "edge": "end", "time": "soon"}),
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    // Nothing to change: the time it has, a nudge of no frames, a text as it is.
+    let r = settime(2, &c0, "end", ms(&c0["end"]));
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(r.text().contains("nothing to change"), "{}", r.text());
+    let r = web.post_json(
+        &format!("/editor/{id}/edit"),
+        &json!({"revision": 2, "op": "nudge", "from": c0["from"], "to": c0["to"], "edge": "end", "frames": 0}),
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    let text = c0["words"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|w| w["text"].as_str().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let r = web.post_json(
+        &format!("/editor/{id}/edit"),
+        &json!({"revision": 2, "op": "text", "from": c0["from"], "to": c0["to"], "text": text}),
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(r.text().contains("changes nothing"), "{}", r.text());
+    assert_eq!(revisions(), n);
+    assert_eq!(
+        web.get_json(&format!("/editor/{id}/data")).json()["transcript"]["revision"],
+        2
+    );
+    assert_eq!(api(), after);
 }
 
 #[test]
@@ -1534,6 +1672,59 @@ fn settings_changes_are_revisions_that_undo_and_restore_bring_back() {
     let data = web.get_json(&format!("/editor/{id}/data")).json();
     assert_eq!(data["settings"]["maxCharsPerLine"], 16);
     assert_eq!(data["transcript"]["revision"], 4);
+}
+
+#[test]
+fn an_undone_settings_change_stays_undone_after_another_edit_and_its_undo() {
+    let server = Server::start(&[]);
+    let org = server.org(1000, &[]);
+    let id = ready_job(&server, &org.key, "talk", &server.tone(3), "audio/wav");
+    let web = Web::sign_in(&server, &org.owner);
+    let chars = |web: &Web| -> Value {
+        web.get_json(&format!("/editor/{id}/data")).json()["settings"]["maxCharsPerLine"].clone()
+    };
+    // 1: 16 characters a line; 2: undone (back to revision 0, 42 characters).
+    let r = web.post_json(
+        &format!("/editor/{id}/settings"),
+        &json!({"revision": 0, "settings": {"maxCharsPerLine": 16}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = web.post_json(
+        &format!("/editor/{id}/restore"),
+        &json!({"revision": 1, "restore": 0, "note": "undo"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(chars(&web), 42);
+    // 3: a text edit; 4: that edit undone (back to revision 2). The settings of revision 2 are
+    // the undone ones: 42, not the 16 of revision 1.
+    let c = r.json()["cues"][0].clone();
+    let r = web.post_json(
+        &format!("/editor/{id}/edit"),
+        &json!({"revision": 2, "op": "text", "from": c["from"], "to": c["to"], "text": "Hello there."}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(chars(&web), 42);
+    let r = web.post_json(
+        &format!("/editor/{id}/restore"),
+        &json!({"revision": 3, "restore": 2, "note": "undo"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["settings"]["maxCharsPerLine"], 42);
+    // A reload (a fresh read) shows the same.
+    assert_eq!(chars(&web), 42);
+    // Redo of revision 1 brings 16 back, and restoring revision 2 then 42 again.
+    let r = web.post_json(
+        &format!("/editor/{id}/restore"),
+        &json!({"revision": 4, "restore": 1, "note": "redo"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(chars(&web), 16);
+    let r = web.post_json(
+        &format!("/editor/{id}/restore"),
+        &json!({"revision": 5, "restore": 2}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(chars(&web), 42);
 }
 
 /// The cues of an SRT or WebVTT file as (start, end) in milliseconds, and the file's other lines.

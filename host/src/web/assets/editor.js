@@ -42,7 +42,7 @@ const act =
   (f) =>
   (...args) =>
     serial(async () => {
-      if (await commitText()) return f(...args);
+      if ((await flushNudge()) && (await commitText())) return f(...args);
       return false;
     });
 
@@ -234,7 +234,8 @@ function cueLabel(cue) {
 }
 
 function renderCue(cue, k) {
-  const li = el("li", { class: "cue", tabIndex: 0, "data-k": String(k) });
+  // One Tab stop for the list: the selected cue (markSelection); arrow keys move inside it.
+  const li = el("li", { class: "cue", tabIndex: -1, "data-k": String(k) });
   li.setAttribute("aria-label", cueLabel(cue));
   const text = el("div", { class: "text" });
   // The lines as laid out; each word of the cue a clickable span in the line it ends up on. When
@@ -283,7 +284,10 @@ function renderCue(cue, k) {
 
 function markSelection() {
   for (const li of document.querySelectorAll("li.cue")) {
-    li.classList.toggle("selected", Number(li.dataset.k) === state.cue);
+    const sel = Number(li.dataset.k) === state.cue;
+    li.classList.toggle("selected", sel);
+    li.tabIndex = sel ? 0 : -1;
+    li.setAttribute("aria-current", sel ? "true" : "false");
   }
   for (const w of document.querySelectorAll(".w.sel")) w.classList.remove("sel");
   if (state.word !== null) {
@@ -496,9 +500,12 @@ async function post(path, body) {
     }
     if (!resp.ok) {
       const msg = json.error ?? `The change was refused (${resp.status}).`;
-      // "Not found" and the like are answers, not failures of the page.
-      if (resp.status === 400 && /not found/i.test(msg)) info(msg);
-      else problem(msg);
+      // A refusal ("not found", a time a rule holds, an operation that changes nothing) is an
+      // answer, shown as a notice; nothing was saved.
+      if (resp.status === 400) {
+        problem(null);
+        info(msg);
+      } else problem(msg);
       if (state.editing) saveState(`Not saved: cue ${state.editing.index}, your text is kept`, "failed");
       else savedState();
       return null;
@@ -845,10 +852,6 @@ const ops = {
     if (!ok) return;
     return edit(range);
   },
-  nudge(edge, frames) {
-    const cue = currentCue();
-    if (cue) return edit({ op: "nudge", from: cue.from, to: cue.to, edge, frames, time: edge === "start" ? cue.start : cue.end });
-  },
   async speaker(everywhere) {
     const cue = currentCue();
     const speaker = Number($("speaker").value);
@@ -867,22 +870,17 @@ const ops = {
     if (!(await confirmBox(what, replace === "" ? `Delete in ${n}` : `Replace in ${n}`))) return;
     return edit({ op: "replace", find, replace });
   },
-  // Moves a cue's edge to `ms` (a drag on the timeline, a typed time, the playhead).
+  // Moves a cue's edge to `ms` (a drag on the timeline, a typed time, the playhead): one
+  // revision; a neighbour in the way moves to keep the gap, or the server refuses and says why.
   async setTime(k, edge, ms) {
-    const f = frameMs();
+    const cue = state.data.cues[k];
+    if (!cue) return;
     state.cue = k;
     markSelection();
-    // One frame at a time with the nudge operation, until the server's set-time operation lands;
-    // a nudge that the server holds back ends the walk (its notice says why).
-    for (let guard = 0; guard < 500; guard++) {
-      const cue = state.data.cues[k];
-      if (!cue) return;
-      const cur = cue[edge];
-      const frames = Math.round((ms - cur) / f);
-      if (frames === 0) return;
-      const ok = await edit({ op: "nudge", from: cue.from, to: cue.to, edge, frames: Math.sign(frames), time: cur });
-      if (!ok || state.data.cues[k]?.[edge] === cur) return;
-    }
+    if (Math.round(ms) === cue[edge]) return updateCuebar();
+    const ok = await edit({ op: "settime", from: cue.from, to: cue.to, edge, time: Math.max(0, Math.round(ms)) });
+    if (!ok) updateCuebar();
+    return ok;
   },
   // Start or end of the selected cue at the playhead.
   atPlayhead(edge) {
@@ -905,6 +903,66 @@ const ops = {
 // Each operation commits the open text box first and runs after the one before it.
 const raw = { ...ops };
 for (const name of Object.keys(ops)) ops[name] = act(raw[name]);
+
+// Nudges of one cue edge pressed in a row are one revision: the edge moves on screen at once and
+// the run is sent as one nudge of n frames when the presses pause for NUDGE_FOLD_MS, or before
+// anything else the subtitler does (docs/decisions/editor.md, "Direct timing").
+const NUDGE_FOLD_MS = 700;
+let pendingNudge = null; // {k, edge, frames, base, timer}
+
+ops.nudge = (edge, frames) => {
+  const cue = currentCue();
+  if (!cue) return;
+  let p = pendingNudge;
+  if (!p || p.k !== state.cue || p.edge !== edge) {
+    if (p) {
+      clearTimeout(p.timer);
+      pendingNudge = null;
+      serial(() => sendNudge(p));
+    }
+    p = pendingNudge = { k: state.cue, edge, frames: 0, base: cue[edge], index: cue.index };
+  }
+  clearTimeout(p.timer);
+  p.frames += frames;
+  p.timer = setTimeout(() => {
+    if (pendingNudge === p) {
+      pendingNudge = null;
+      serial(() => sendNudge(p));
+    }
+  }, NUDGE_FOLD_MS);
+  showPendingNudge(p);
+};
+
+function showPendingNudge(p) {
+  const at = p.base + p.frames * frameMs();
+  const id = p.edge === "start" ? "cue-start" : "cue-end";
+  if (state.cue === p.k) $(id).value = showTimeText(at);
+  const n = Math.abs(p.frames);
+  saveState(`Cue ${p.index}: ${p.edge} ${p.frames < 0 ? "−" : "+"}${n} frame${n === 1 ? "" : "s"}, saved when you stop`, "unsaved");
+}
+
+// Sends a run of nudges (within `serial`); true when nothing is left unsent.
+async function sendNudge(p) {
+  if (!(await commitText())) return false;
+  const cue = state.data.cues[p.k];
+  if (!cue || p.frames === 0) {
+    savedState();
+    updateCuebar();
+    return true;
+  }
+  const ok = await edit({ op: "nudge", from: cue.from, to: cue.to, edge: p.edge, frames: Math.max(-250, Math.min(250, p.frames)) });
+  if (!ok) updateCuebar();
+  return true;
+}
+
+// The pending run of nudges, sent before another action.
+async function flushNudge() {
+  const p = pendingNudge;
+  if (!p) return true;
+  pendingNudge = null;
+  clearTimeout(p.timer);
+  return sendNudge(p);
+}
 
 async function loadHistory() {
   if (!state.transcript) return;
@@ -1157,16 +1215,6 @@ $("cues").addEventListener("focusin", (e) => {
     markSelection();
   }
 });
-// Every control named for what it does (the page's buttons say only "−1f" / "+1f").
-for (const [id, name] of [
-  ["start-minus", "Start −1 frame"],
-  ["start-plus", "Start +1 frame"],
-  ["end-minus", "End −1 frame"],
-  ["end-plus", "End +1 frame"],
-]) {
-  $(id).setAttribute("aria-label", name);
-  $(id).title = name;
-}
 $("play").addEventListener("click", togglePlay);
 $("undo").addEventListener("click", ops.undo);
 $("redo").addEventListener("click", ops.redo);
@@ -1216,7 +1264,7 @@ $("conflict-reload").addEventListener("click", () =>
 );
 window.addEventListener("beforeunload", (e) => {
   const ed = state.editing;
-  if ((ed && ed.area.value !== ed.original) || state.saving) {
+  if ((ed && ed.area.value !== ed.original) || state.saving || pendingNudge) {
     writeDraft();
     e.preventDefault();
     e.returnValue = "";
@@ -1290,6 +1338,13 @@ document.addEventListener("keydown", (e) => {
       state.word = Math.max(cue.from, Math.min(cue.to - 1, (state.word ?? cue.from) + (code === "ArrowRight" ? 1 : -1)));
       markSelection();
       seek(cue.words[state.word - cue.from].start);
+      return;
+    case "Home":
+    case "End":
+      if (!inList) return;
+      e.preventDefault();
+      selectCue(code === "Home" ? 0 : state.data.cues.length - 1);
+      if (currentCue()) seek(currentCue().start);
       return;
     case "Enter":
     case "NumpadEnter":

@@ -15,8 +15,9 @@ use crate::util::is_id;
 
 use super::super::cache::{self, Stored, View};
 use super::super::{check_csrf, db, require_session, WebError, WebRequest};
-use super::ops::apply_op;
+use super::ops::{apply_op, pinned};
 use super::save::{save, Saving};
+use super::timing::{self, set_time, shown, Shown};
 use super::view::{load_stored, view_key};
 use super::{body_json, check_id, json_bytes, usize_field, visible};
 
@@ -66,7 +67,6 @@ pub async fn edit(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
         let member = session.member;
         let (job, tid, expected, stored) = load_for_edit(c, &member, &jid, &body)?;
         let fr = job_frame_rate(&job);
-        let frame = fr.frames_duration(1);
         let settings = job_settings(&job).map_err(|e| WebError::Internal(e.message()))?;
         // The first edit pins the segmentation as it is shown: from then on every cue boundary
         // and line break is the subtitler's (docs/decisions/editor.md, "Local edits").
@@ -82,16 +82,25 @@ pub async fn edit(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
                     .unwrap_or_default(),
             );
         }
-        let merge = body.get("op").and_then(Value::as_str) == Some("merge");
+        let kind = body
+            .get("op")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let merge = kind == "merge";
+        let timing = kind == "nudge" || kind == "settime";
+        // The cues as the page showed them (a merge names two, a timing operation one).
+        let shown_cues = || -> Result<Vec<Shown>, WebError> {
+            let key = view_key(c, &job, &tid)?;
+            Ok(match cache::view(&tid, expected, &key) {
+                Some(v) => shown(&v.layout.cues),
+                None => shown(&layout(&stored.words, &settings, fr)),
+            })
+        };
         let mut merged = (0, 0);
         if merge {
             // The two cues as the page showed them: the one ending before `at` and the next.
-            let settings = job_settings(&job).map_err(|e| WebError::Internal(e.message()))?;
-            let key = view_key(c, &job, &tid)?;
-            let old = match cache::view(&tid, expected, &key) {
-                Some(v) => cue_ranges(&v.layout.cues),
-                None => cue_ranges(&layout(&stored.words, &settings, job_frame_rate(&job))),
-            };
+            let old: Vec<(usize, usize)> = shown_cues()?.iter().map(|c| (c.from, c.to)).collect();
             let at = usize_field(&body, "at")?;
             let first = old
                 .iter()
@@ -102,20 +111,39 @@ pub async fn edit(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
             body["from"] = json!(merged.0);
             body["to"] = json!(merged.1);
         }
-        let note = match body.get("op").and_then(Value::as_str) {
-            Some("relayout") => {
+        // The words before the operation: an operation that changes nothing writes no
+        // revision (once pinned, `save` sees that from the splice; the first edit compares).
+        let unpinned = (!pinned(&stored.words)).then(|| words.clone());
+        let mut timed = None;
+        let old = if timing { shown_cues()? } else { Vec::new() };
+        let note = match kind.as_str() {
+            "relayout" => {
                 let range = relayout_range(&body, words.len())?;
                 words = cuecraft_engine::relayout(&words, &settings, fr, range);
                 "Laid cues out again".to_string()
             }
-            _ => apply_op(&mut words, &body, frame)?,
+            _ if timing => {
+                let t = set_time(&mut words, &old, &body, &settings, fr)?;
+                let note = t.note.clone();
+                timed = Some(t);
+                note
+            }
+            _ => apply_op(&mut words, &body)?,
         };
+        if unpinned.as_ref() == Some(&words) {
+            return Err(WebError::BadRequest(
+                "That changes nothing: no revision was written.".into(),
+            ));
+        }
         // A merge the layout cannot keep is refused (the merged words not in one cue), saying
-        // why.
+        // why; a time a rule holds where it was is refused, one held elsewhere is a notice.
         let merged_words = words.get(merged.0..merged.1).unwrap_or_default().to_vec();
-        let check = |view: &View| match merge {
-            true => check_merge(&merged_words, merged, &settings, &view.layout.cues),
-            false => Ok(()),
+        let check = |view: &View| match (&timed, merge) {
+            (Some(t), _) => timing::check(t, view, &old, &settings, fr),
+            (None, true) => {
+                check_merge(&merged_words, merged, &settings, &view.layout.cues).map(|()| None)
+            }
+            (None, false) => Ok(None),
         };
         save(
             &app2,

@@ -158,11 +158,10 @@ mod tests {
         apply_op(
             &mut edited,
             &json!({"op": "text", "from": 1, "to": 2, "text": "2 and a half"}),
-            Millis(40),
         )
         .expect("text");
         let mut split = edited.clone();
-        apply_op(&mut split, &json!({"op": "split", "at": 2}), Millis(40)).expect("split");
+        apply_op(&mut split, &json!({"op": "split", "at": 2})).expect("split");
         let entries = vec![
             encode(&base),
             splice_diff(&base, &edited),

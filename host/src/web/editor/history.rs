@@ -86,6 +86,10 @@ pub async fn restore(
             .filter(|s| serde_json::from_str::<Value>(&job.settings).ok().as_ref() != Some(s))
             .map(|s| s.to_string());
         let lead_in = lead_in_at(&all, entries.len()).filter(|f| *f != job.lead_in_frames);
+        // What they replace, recorded in the restore's own history entry (see `save`).
+        let settings_before = serde_json::from_str::<Value>(&job.settings)
+            .map_or_else(|_| "{}".to_string(), |v| v.to_string());
+        let lead_in_before = job.lead_in_frames;
         let job = JobRow {
             settings: restored.clone().unwrap_or(job.settings),
             lead_in_frames: lead_in.unwrap_or(job.lead_in_frames),
@@ -108,9 +112,9 @@ pub async fn restore(
             &note,
             &body,
             Saving {
-                settings: restored.as_deref(),
-                lead_in_frames: lead_in,
-                check: |_: &View| Ok(()),
+                settings: restored.as_deref().map(|s| (s, settings_before.as_str())),
+                lead_in_frames: lead_in.map(|f| (f, lead_in_before)),
+                check: |_: &View| Ok(None),
             },
         )
     })

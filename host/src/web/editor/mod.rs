@@ -6,7 +6,8 @@
 //!   (beside a clean version or translation) the original's text; an edit's answer as a patch.
 //! - `media`: the media proxy (HTTP Range); `peaks`: the waveform's peaks.
 //! - `download`: downloads that answer exactly the API's bytes (plus the project's lead-in).
-//! - `ops`: the edit operations on the stored words (`apply_op`).
+//! - `ops`: the edit operations on the stored words (`apply_op`); `timing`: a cue's start or
+//!   end set to a time or moved by frames (a neighbour moved to keep the gap, or refused).
 //! - `edit`: POST edit (loads, applies an operation, refuses a merge the layout cannot keep);
 //!   `save`: the compare-and-swap save of a revision and the view brought up to date.
 //! - `history`: the revision list, restore/undo/redo; `entries`: the history's entries (splices,
@@ -29,6 +30,7 @@ mod page;
 mod peaks;
 mod save;
 mod settings;
+mod timing;
 mod translations;
 mod view;
 

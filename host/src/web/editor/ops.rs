@@ -1,5 +1,6 @@
 //! The edit operations on a transcript's stored words (`apply_op`): text, split, merge, line
-//! break, nudge, speaker, replace. Each answers the note the history shows.
+//! break, move a word, speaker, replace (timing is `timing`). Each answers the note the history
+//! shows.
 
 use cuecraft_engine::{Break, Millis, Word};
 use serde_json::Value;
@@ -8,7 +9,7 @@ use super::super::WebError;
 use super::usize_field;
 
 /// Applies one edit operation to `words`; the note for the history.
-pub fn apply_op(words: &mut Vec<Word>, op: &Value, frame: Millis) -> Result<String, WebError> {
+pub fn apply_op(words: &mut Vec<Word>, op: &Value) -> Result<String, WebError> {
     let kind = op.get("op").and_then(Value::as_str).unwrap_or("");
     let range = |words: &Vec<Word>| -> Result<(usize, usize), WebError> {
         let from = usize_field(op, "from")?;
@@ -172,47 +173,6 @@ pub fn apply_op(words: &mut Vec<Word>, op: &Value, frame: Millis) -> Result<Stri
                 Ok("Moved a word back from the next cue".into())
             }
         }
-        "nudge" => {
-            let (from, to) = range(words)?;
-            let delta = match op.get("frames").and_then(Value::as_i64) {
-                Some(1) => frame.0,
-                Some(-1) => -frame.0,
-                _ => return Err(WebError::BadRequest("`frames` must be 1 or -1.".into())),
-            };
-            // `time` is the cue's edge as shown (the layout may have moved it off its word, for
-            // the frame grid, reading pace or a gap): the nudge moves from there.
-            let shown = op.get("time").and_then(Value::as_i64).map(Millis);
-            match op.get("edge").and_then(Value::as_str) {
-                Some("start") => {
-                    let floor = if from > 0 {
-                        words[from - 1].start
-                    } else {
-                        Millis::ZERO
-                    };
-                    let w = &mut words[from];
-                    let base = shown
-                        .filter(|t| (t.0 - w.start.0).abs() <= 60_000)
-                        .unwrap_or(w.start);
-                    let t = Millis((base.0 + delta).max(floor.0).max(0)).min(w.end);
-                    w.start = t;
-                    Ok("Moved a cue's start".into())
-                }
-                Some("end") => {
-                    let ceiling = words.get(to).map(|w| w.start);
-                    let w = &mut words[to - 1];
-                    let base = shown
-                        .filter(|t| (t.0 - w.end.0).abs() <= 60_000)
-                        .unwrap_or(w.end);
-                    let mut t = Millis(base.0 + delta).max(w.start);
-                    if let Some(c) = ceiling {
-                        t = t.min(c);
-                    }
-                    w.end = t;
-                    Ok("Moved a cue's end".into())
-                }
-                _ => Err(WebError::BadRequest("`edge` must be start or end.".into())),
-            }
-        }
         "speaker" => {
             let (from, to) = range(words)?;
             let speaker = op
@@ -299,46 +259,30 @@ mod tests {
     #[test]
     fn splits_line_breaks_and_merges_are_manual_breaks_on_words() {
         let mut w = words();
-        apply_op(&mut w, &json!({"op": "split", "at": 1}), Millis(40)).expect("split");
+        apply_op(&mut w, &json!({"op": "split", "at": 1})).expect("split");
         assert_eq!(w[0].break_after, Some(Break::Cue));
-        apply_op(&mut w, &json!({"op": "merge", "at": 1}), Millis(40)).expect("merge");
+        apply_op(&mut w, &json!({"op": "merge", "at": 1})).expect("merge");
         assert_eq!(w[0].break_after, Some(Break::Join));
-        apply_op(&mut w, &json!({"op": "merge", "at": 2}), Millis(40)).expect("merge");
+        apply_op(&mut w, &json!({"op": "merge", "at": 2})).expect("merge");
         assert_eq!(w[1].break_after, Some(Break::Join));
-        assert!(apply_op(&mut w, &json!({"op": "merge", "at": 3}), Millis(40)).is_err());
-        apply_op(&mut w, &json!({"op": "linebreak", "at": 2}), Millis(40)).expect("line");
+        assert!(apply_op(&mut w, &json!({"op": "merge", "at": 3})).is_err());
+        apply_op(&mut w, &json!({"op": "linebreak", "at": 2})).expect("line");
         assert_eq!(w[1].break_after, Some(Break::Line));
-        assert!(apply_op(&mut w, &json!({"op": "split", "at": 3}), Millis(40)).is_err());
+        assert!(apply_op(&mut w, &json!({"op": "split", "at": 3})).is_err());
     }
 
     #[test]
-    fn nudges_move_a_frame_and_speakers_change_per_cue_or_everywhere() {
+    fn speakers_change_per_cue_or_everywhere() {
         let mut w = words();
         apply_op(
             &mut w,
-            &json!({"op": "nudge", "from": 1, "to": 2, "edge": "start", "frames": 1}),
-            Millis(40),
-        )
-        .expect("nudge");
-        assert_eq!(w[1].start, Millis(540));
-        apply_op(
-            &mut w,
-            &json!({"op": "nudge", "from": 0, "to": 2, "edge": "end", "frames": -1}),
-            Millis(40),
-        )
-        .expect("nudge");
-        assert_eq!(w[1].end, Millis(860));
-        apply_op(
-            &mut w,
             &json!({"op": "speaker", "from": 2, "to": 3, "speaker": 4, "everywhere": true}),
-            Millis(40),
         )
         .expect("speaker");
         assert_eq!(w.iter().map(|w| w.speaker).collect::<Vec<_>>(), [0, 0, 4]);
         apply_op(
             &mut w,
             &json!({"op": "speaker", "from": 0, "to": 1, "speaker": 2}),
-            Millis(40),
         )
         .expect("speaker");
         assert_eq!(w.iter().map(|w| w.speaker).collect::<Vec<_>>(), [2, 0, 4]);
@@ -350,7 +294,6 @@ mod tests {
         let note = apply_op(
             &mut w,
             &json!({"op": "replace", "find": "o", "replace": "0"}),
-            Millis(40),
         )
         .expect("replace");
         assert!(note.contains("2 words"), "{note}");
@@ -358,8 +301,7 @@ mod tests {
         assert_eq!((w[1].start, w[1].end), (Millis(500), Millis(900)));
         assert!(apply_op(
             &mut w,
-            &json!({"op": "replace", "find": "zz", "replace": "y"}),
-            Millis(40)
+            &json!({"op": "replace", "find": "zz", "replace": "y"})
         )
         .is_err());
     }
@@ -531,7 +473,7 @@ mod local_edits {
                     continue;
                 }
                 let mut edited = words.clone();
-                if apply_op(&mut edited, &op, frame).is_err() {
+                if apply_op(&mut edited, &op).is_err() {
                     // Refused (a move out of a one-word cue): nothing changed.
                     continue;
                 }

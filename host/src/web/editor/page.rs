@@ -58,20 +58,20 @@ pub async fn page(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
          <label>to <input type=\"number\" id=\"relayout-to\" min=\"1\" value=\"1\"></label>\
          <button type=\"button\" id=\"relayout\">Lay out again…</button>\
          <button type=\"button\" id=\"relayout-all\">Lay out all again…</button></span>\
-         <span class=\"group\">Start <button type=\"button\" id=\"start-minus\">−1f</button>\
-         <button type=\"button\" id=\"start-plus\">+1f</button></span>\
-         <span class=\"group\">End <button type=\"button\" id=\"end-minus\">−1f</button>\
-         <button type=\"button\" id=\"end-plus\">+1f</button></span>\
+         <span class=\"group\">Start <button type=\"button\" id=\"start-minus\" aria-label=\"Start −1 frame\" title=\"Start −1 frame (Alt+[)\">−1 frame</button>\
+         <button type=\"button\" id=\"start-plus\" aria-label=\"Start +1 frame\" title=\"Start +1 frame (Alt+])\">+1 frame</button></span>\
+         <span class=\"group\">End <button type=\"button\" id=\"end-minus\" aria-label=\"End −1 frame\" title=\"End −1 frame (Alt+Shift+[)\">−1 frame</button>\
+         <button type=\"button\" id=\"end-plus\" aria-label=\"End +1 frame\" title=\"End +1 frame (Alt+Shift+])\">+1 frame</button></span>\
          <span class=\"group\"><label>Speaker <input type=\"number\" id=\"speaker\" min=\"0\" max=\"99\" value=\"0\"></label>\
-         <button type=\"button\" id=\"speaker-cue\">Set for cue</button>\
-         <button type=\"button\" id=\"speaker-all\">Set everywhere</button></span>\
+         <button type=\"button\" id=\"speaker-cue\">Set speaker for cue</button>\
+         <button type=\"button\" id=\"speaker-all\">Set speaker everywhere</button></span>\
          <form id=\"find-form\" class=\"group\"><input id=\"find\" placeholder=\"Find\" aria-label=\"Find\">\
          <input id=\"replace\" placeholder=\"Replace with\" aria-label=\"Replace with\">\
          <button type=\"submit\">Replace all</button></form></div>\
          <div class=\"columns\"><div class=\"cue-pane\">\
          <div id=\"beside-head\" class=\"beside-head\" hidden><span id=\"beside-this\"></span>\
          <span id=\"beside-original\"></span></div>\
-         <ol id=\"cues\" class=\"cues\" aria-label=\"Cues\"></ol></div>\
+         <ol id=\"cues\" class=\"cues\" aria-label=\"Cues (one Tab stop: ↑ ↓ move between cues, Enter edits)\"></ol></div>\
          <aside><details id=\"settings-panel\"><summary>Layout settings</summary>\
          <form id=\"settings-form\" class=\"settings\">\
          <label>Characters per line <input type=\"number\" name=\"maxCharsPerLine\" min=\"10\" max=\"250\"></label>\
@@ -103,6 +103,7 @@ pub async fn page(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
          <dialog id=\"help\" aria-label=\"Keyboard shortcuts\"><h2>Keyboard shortcuts</h2><dl>\
          <dt>Ctrl+Space or Alt+P</dt><dd>Play / pause</dd>\
          <dt>Alt+↓ / Alt+↑ (or J / K outside a text box)</dt><dd>Next / previous cue</dd>\
+         <dt>Tab</dt><dd>The cue list is one stop: ↑ / ↓, Home / End move inside it</dd>\
          <dt>Enter on a cue</dt><dd>Edit its text (Enter saves, Escape cancels)</dd>\
          <dt>← / → on a cue</dt><dd>Previous / next word (seeks to it)</dd>\
          <dt>Alt+S</dt><dd>Split the cue before the selected word</dd>\
@@ -111,7 +112,8 @@ pub async fn page(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
          <dt>Alt+N</dt><dd>Move the cue's last word to the next cue</dd>\
          <dt>Alt+B</dt><dd>Move the next cue's first word back into this cue</dd>\
          <dt>Alt+[ / Alt+]</dt><dd>Cue start one frame earlier / later</dd>\
-         <dt>Alt+{{ / Alt+}}</dt><dd>Cue end one frame earlier / later</dd>\
+         <dt>Alt+Shift+[ / Alt+Shift+]</dt><dd>Cue end one frame earlier / later (presses in a row are one revision)</dd>\
+         <dt>Alt+I / Alt+O</dt><dd>Cue start / end at the playhead</dd>\
          <dt>Ctrl+Z / Ctrl+Shift+Z</dt><dd>Undo / redo</dd>\
          <dt>?</dt><dd>This sheet</dd></dl>\
          <button type=\"button\" id=\"help-close\">Close</button></dialog></section>",

@@ -20,13 +20,16 @@ use super::view::{build_view, editor_json, source_cues, view_key, SourceCues};
 
 /// What a save stores besides the words, and what it checks first.
 pub(super) struct Saving<'a, C> {
-    /// The job's new settings (a restore of a revision laid out under others), stored in the
-    /// same transaction; `job.settings` are already these.
-    pub(super) settings: Option<&'a str>,
-    /// The job's new lead-in (a restore of a revision under another), stored in the same
-    /// transaction; `job.lead_in_frames` is already this.
-    pub(super) lead_in_frames: Option<u32>,
-    /// Refuses the edit from the view of the new words (a merge the layout cannot keep).
+    /// The job's new settings and those they replace (a restore of a revision laid out under
+    /// others), stored in the same transaction and recorded in the history entry as a settings
+    /// change is, so a later restore's search of the history finds them; `job.settings` are
+    /// already the new ones.
+    pub(super) settings: Option<(&'a str, &'a str)>,
+    /// The job's new lead-in and the one it replaces (a restore of a revision under another),
+    /// stored and recorded the same way; `job.lead_in_frames` is already the new one.
+    pub(super) lead_in_frames: Option<(u32, u32)>,
+    /// Refuses the edit from the view of the new words (a merge the layout cannot keep, a time
+    /// a rule holds), or answers a notice for the page (an edge held off the time asked).
     pub(super) check: C,
 }
 
@@ -47,11 +50,26 @@ pub(super) fn save(
     member: &Member,
     note: &str,
     body: &Value,
-    how: Saving<'_, impl FnOnce(&View) -> Result<(), WebError>>,
+    how: Saving<'_, impl FnOnce(&View) -> Result<Option<String>, WebError>>,
 ) -> Result<Vec<u8>, WebError> {
     let (from, remove, insert) = splice_range(&stored.words, &words);
+    if remove == 0 && insert == 0 && how.settings.is_none() && how.lead_in_frames.is_none() {
+        // Nothing would change: no revision.
+        return Err(WebError::BadRequest(
+            "That changes nothing: no revision was written.".into(),
+        ));
+    }
     let inserted = encode(&words[from..from + insert]);
-    let change = splice_json(from, remove, &inserted);
+    let mut change = splice_json(from, remove, &inserted);
+    if let Some((new, before)) = how.settings {
+        // `{"from",...,"settings":{...},"before":{...}}`: what `settings_at` reads back.
+        change.pop();
+        change.push_str(&format!(",\"settings\":{new},\"before\":{before}}}"));
+    }
+    if let Some((new, before)) = how.lead_in_frames {
+        change.pop();
+        change.push_str(&format!(",\"leadIn\":{new},\"leadInBefore\":{before}}}"));
+    }
     let settings = job_settings(job).map_err(|e| WebError::Internal(e.message()))?;
     let key = view_key(c, job, transcript_id)?;
     let source = source_cues(c, job, &key, &settings)?;
@@ -80,10 +98,13 @@ pub(super) fn save(
         );
         cache::put_view(transcript_id, expected, back);
     };
-    if let Err(e) = (how.check)(&view) {
-        put_back(view);
-        return Err(e);
-    }
+    let notice = match (how.check)(&view) {
+        Ok(notice) => notice,
+        Err(e) => {
+            put_back(view);
+            return Err(e);
+        }
+    };
     let saved = c.save_words(&crate::store::WordsEdit {
         job_id: &job.id,
         transcript_id,
@@ -94,8 +115,8 @@ pub(super) fn save(
         change: &change,
         member_id: &member.id,
         note,
-        settings: how.settings,
-        lead_in_frames: how.lead_in_frames,
+        settings: how.settings.map(|s| s.0),
+        lead_in_frames: how.lead_in_frames.map(|f| f.0),
         now: now_ms(),
     });
     let revision = match saved {
@@ -107,7 +128,6 @@ pub(super) fn save(
             return Err(e.into());
         }
     };
-    let notice = held_end(body, &view, &settings, fr);
     let job = c.job(&job.id)?.ok_or(WebError::NotFound)?;
     let kept = Arc::new(Stored { words });
     // The words just saved and their view are kept: no second read, decode or layout.
@@ -127,70 +147,4 @@ pub(super) fn save(
         answer.splice(..1, field.into_bytes());
     }
     Ok(answer)
-}
-
-/// When an edit pulled a cue's end earlier (`nudge`, end, -1 frame) and the layout kept it later
-/// than asked, why: the layout's rules come first (reading pace, the minimum duration, no flashes
-/// under 5/6 s, a short gap chained to the next cue), and the editor says so instead of silently
-/// showing the old end.
-pub(super) fn held_end(
-    body: &Value,
-    view: &View,
-    settings: &cuecraft_engine::Settings,
-    fr: cuecraft_engine::FrameRate,
-) -> Option<String> {
-    if body.get("op")?.as_str()? != "nudge"
-        || body.get("edge")?.as_str()? != "end"
-        || body.get("frames")?.as_i64()? != -1
-    {
-        return None;
-    }
-    let last = usize::try_from(body.get("to")?.as_u64()?)
-        .ok()?
-        .checked_sub(1)?;
-    let asked = body.get("time")?.as_i64()? - fr.frames_duration(1).0;
-    let k = view.starts.iter().rposition(|&s| s <= last)?;
-    let cue = &view.layout.cues[k];
-    if cue.end.0 <= asked {
-        return None;
-    }
-    let shown = cue.end.0 as f64 / 1000.0;
-    let chars = cue.lines.join(" ").chars().count();
-    let cps = view.style_cps.unwrap_or(0) as usize;
-    let pace = if cps > 0 {
-        (chars * 1000).div_ceil(cps)
-    } else {
-        0
-    } as i64;
-    let min = settings.min_duration.map_or(0, |m| m.0);
-    let flash = if settings.format_subtitles {
-        cuecraft_engine::qc::FLASH.0
-    } else {
-        0
-    };
-    let has = cue.end.0 - cue.start.0;
-    let gap = fr.frames_duration(settings.min_frames_between_subtitles).0;
-    let why = match view.layout.cues.get(k + 1) {
-        Some(next) if next.start.0 - cue.end.0 <= gap && next.start.0 - asked <= 500 + gap => {
-            format!(
-            "the gap to the next cue would be under 0.5 s, and short gaps are closed to {} frames",
-            settings.min_frames_between_subtitles
-        )
-        }
-        _ if pace >= min.max(flash) && has <= pace + fr.frames_duration(1).0 => format!(
-            "its {chars} characters need {:.2} s at {cps} characters a second",
-            pace as f64 / 1000.0
-        ),
-        _ if min >= flash && has <= min + fr.frames_duration(1).0 => {
-            format!("the minimum duration is {:.2} s", min as f64 / 1000.0)
-        }
-        _ if has <= flash + fr.frames_duration(1).0 => {
-            "a cue shorter than 5/6 s would flash by".to_string()
-        }
-        _ => "the layout's timing rules keep it there".to_string(),
-    };
-    Some(format!(
-        "Cue {}'s end stays at {shown:.3} s: {why}. The text is still on screen until then.",
-        cue.index
-    ))
 }
