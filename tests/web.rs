@@ -1009,6 +1009,49 @@ fn a_translation_added_in_the_editor_is_listed_and_served_by_the_api() {
 }
 
 #[test]
+fn an_imported_srt_downloads_back_with_the_same_cues_lines_and_starts_under_its_own_name() {
+    let server = Server::start(&[]);
+    let org = server.org(1000, &[]);
+    let id = ready_job(&server, &org.key, "talk", &server.tone(3), "audio/wav");
+    let web = Web::sign_in(&server, &org.owner);
+    // Four cues on the 25 fps grid, lines as a subtitler broke them, gaps of 2 frames or more.
+    let srt = "1\r\n00:00:00,120 --> 00:00:00,920\r\nBonjour le monde.\r\n\r\n\
+               2\r\n00:00:01,000 --> 00:00:01,800\r\nCeci est un essai\r\ndes sous-titres,\r\n\r\n\
+               3\r\n00:00:02,000 --> 00:00:02,480\r\nlu à voix haute.\r\n\r\n\
+               4\r\n00:00:02,560 --> 00:00:02,960\r\nMerci.\r\n\r\n";
+    let r = web.post_json(
+        &format!("/editor/{id}/translations"),
+        &json!({"language": "fr", "from": "file", "file": {"name": "fr.srt", "base64": base64(srt.as_bytes())}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let back = server
+        .get(&org.key, &format!("/v1/jobs/{id}/subtitles?language=fr"))
+        .text();
+    // The same cues with the same lines and starts. (Not yet the same ends: the layout's timing
+    // rules still apply to imported cues, chaining gaps under 0.5 s and extending to reading
+    // pace; issue 22 item 7 asks for the times exactly as imported.)
+    let cues = |f: &str| -> Vec<(String, String)> {
+        f.split("\r\n\r\n")
+            .filter(|c| !c.is_empty())
+            .map(|c| {
+                let mut l = c.splitn(3, "\r\n");
+                let _n = l.next();
+                let time = l.next().unwrap_or("").split(" --> ").next().unwrap_or("");
+                (time.to_string(), l.next().unwrap_or("").to_string())
+            })
+            .collect()
+    };
+    assert_eq!(cues(&back), cues(srt), "{back}");
+    // Under its own file name, not the original's.
+    let api = server.get(&org.key, &format!("/v1/jobs/{id}/subtitles?language=fr"));
+    let original = server.get(&org.key, &format!("/v1/jobs/{id}/subtitles"));
+    assert_ne!(
+        api.header("content-disposition"),
+        original.header("content-disposition")
+    );
+}
+
+#[test]
 fn nudges_speakers_and_replace_all_reach_the_api() {
     let server = Server::start(&[]);
     let org = server.org(1000, &[]);

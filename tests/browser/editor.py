@@ -204,15 +204,24 @@ def nothing_lost(page, ctx, errors):
     step("replace with an empty replacement asks first")
     before = api_cues(job)
     page.fill("#find", "bright")
-    page.fill("#replace", "")
+    # Counted and highlighted as it is typed; Enter finds it.
+    expect(page.locator("#find-count")).to_have_text("1 in 1 cue")
+    expect(page.locator(".w.found")).to_have_count(1)
     page.press("#find", "Enter")
+    expect(page.locator("li.cue.selected .w.found")).to_have_count(1)
+    page.fill("#replace", "")
+    page.click("#replace-all")
     expect(page.locator("#confirm")).to_be_visible()
     expect(page.locator("#confirm-text")).to_contain_text("Delete “bright” from 1 word")
+    # The preview: the word as it is and as it will be.
+    expect(page.locator("#confirm-text")).to_contain_text("bright → (nothing)")
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.screenshot(path=cfg["shots"] + "/editor-replace-preview.png")
     page.click("#confirm-cancel")
     page.wait_for_timeout(300)
     assert api_cues(job) == before
     revision(page, rev)
-    page.press("#find", "Enter")
+    page.press("#replace", "Enter")
     page.click("#confirm-ok")
     rev = saved_after(page, rev)
     assert "bright" not in api_text(job), api_text(job)
@@ -354,13 +363,17 @@ def the_timeline(page):
     step("keyboard: the cue list is one Tab stop, arrows move inside it; the shortcut sheet")
     page.locator("li.cue").first.click()
     assert page.evaluate("Array.from(document.querySelectorAll('li.cue')).filter((li) => li.tabIndex === 0).length") == 1
-    page.focus("#replace")
-    page.keyboard.press("Tab")  # Replace all
+    page.focus("#next-problem")
     page.keyboard.press("Tab")
     expect(page.locator("li.cue").first).to_be_focused()
-    page.keyboard.press("Tab")
-    assert page.evaluate("!document.activeElement.closest('li.cue')"), "Tab left the list in one step"
-    page.keyboard.press("Shift+Tab")
+    # Tab leaves the list: past the selected cue's own fix buttons, never to another cue.
+    fixes = page.locator("li.cue").first.locator("button.fix").count()
+    for _ in range(fixes + 1):
+        page.keyboard.press("Tab")
+        assert page.evaluate("!document.activeElement.matches('li.cue') && (document.activeElement.closest('li.cue')?.dataset.k ?? '0') === '0'"), "Tab went to another cue"
+    assert page.evaluate("!document.activeElement.closest('li.cue')"), "Tab left the list"
+    for _ in range(fixes + 1):
+        page.keyboard.press("Shift+Tab")
     expect(page.locator("li.cue").first).to_be_focused()
     page.keyboard.press("ArrowDown")
     expect(page.locator("li.cue").nth(1)).to_be_focused()
@@ -382,6 +395,57 @@ def the_timeline(page):
     page.set_viewport_size({"width": 1280, "height": 900})
     page.keyboard.press("Escape")
     expect(page.locator("#help")).to_be_hidden()
+
+    step("review at speed: problems only, F8, a warning's detail and its one-click fix, replay")
+    with_problem = page.evaluate("Array.from(document.querySelectorAll('li.cue')).filter((li) => li.classList.contains('has-problem')).map((li) => Number(li.dataset.k))")
+    assert with_problem, "the video job's short cues have warnings"
+    page.locator("li.cue").first.click()
+    page.keyboard.press("F8")
+    k = page.evaluate("Number(document.querySelector('li.cue.selected').dataset.k)")
+    assert k in with_problem and (k > 0 or with_problem == [0]), (k, with_problem)
+    page.check("#problems-only")
+    visible = page.evaluate("Array.from(document.querySelectorAll('li.cue')).filter((li) => li.offsetParent).map((li) => Number(li.dataset.k))")
+    assert visible == with_problem, (visible, with_problem)
+    # The detail is in the list, not only in a tooltip.
+    detail = page.locator("li.cue.has-problem .warning .detail").first.inner_text()
+    assert len(detail.strip()) > 10, detail
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.screenshot(path=cfg["shots"] + "/editor-problems.png")
+    fix = page.locator('li.cue button.fix[data-fix="pace"]')
+    if fix.count() > 0:
+        li = fix.first.locator("xpath=ancestor::li[1]")
+        idx = int(li.get_attribute("data-k"))
+        rev = int(re.search(r"\d+", page.locator("#save-state").inner_text()).group())
+        before = api_cues(job)
+        page.evaluate("document.getElementById('notice').hidden = true")
+        fix.first.click()
+        # Saved as a new revision, or refused with the reason in the notice.
+        wait_js(page, f"/revision (\\d+)/.test(document.getElementById('save-state').textContent) && (Number(/revision (\\d+)/.exec(document.getElementById('save-state').textContent)[1]) > {rev} || !document.getElementById('notice').hidden)")
+        after = api_cues(job)
+        state = page.locator("#save-state").inner_text()
+        # Either saved (the end moved later) or refused with a reason shown.
+        assert (after[idx][1] > before[idx][1]) or page.locator("#notice").is_visible(), (before[idx], after[idx], state)
+        if after[idx][1] <= before[idx][1]:
+            # Refused (the browser logs the 400): the reason is shown instead.
+            print("   refused:", page.locator("#notice").inner_text(), flush=True)
+            assert sum("400" in e for e in errors) == 1, errors
+            errors[:] = [e for e in errors if "400" not in e]
+        print(f"   extend to pace: cue {idx + 1} {before[idx]} -> {after[idx]}", flush=True)
+    page.uncheck("#problems-only")
+    # Replay the cue while typing: Alt+R plays from its start and pauses at its end.
+    cues = json.loads(api(f"/v1/jobs/{job}/transcript"))["cues"]
+    longest = max(range(len(cues)), key=lambda i: cues[i]["end"] - cues[i]["start"])
+    start, end = cues[longest]["start"], cues[longest]["end"]
+    area = open_text(page, longest)
+    page.keyboard.press("Alt+r")
+    wait_js(page, f"document.querySelector('video').paused && document.querySelector('video').currentTime > {start + 0.3}", 10000)
+    t = page.evaluate("document.querySelector('video').currentTime")
+    assert abs(t - end) < 0.3, (t, start, end)
+    page.keyboard.press("Alt+j")
+    t2 = page.evaluate("document.querySelector('video').currentTime")
+    assert t2 <= max(0, t - 1.9), (t, t2)
+    expect(area).to_be_focused()
+    page.keyboard.press("Escape")
 
     step("the audio job at 1280x720: the subtitle over the timeline; screenshot")
     page.goto(BASE + "/editor/" + cfg["audio"])
@@ -733,6 +797,15 @@ with sync_playwright() as pw:
     assert "Hallo wereld." in nl, nl
     page.select_option("#transcript", index=0)
     expect(page.locator("li.cue").first).to_contain_text("Hello world.")
+
+    step("the original, the clean version and a translation download under their own names")
+    def disposition(path):
+        return page.evaluate(f"fetch('{path}').then((r) => r.headers.get('content-disposition'))")
+    names = set()
+    for t in json.loads(api(f"/v1/jobs/{cfg['audio']}"))["transcripts"]:
+        names.add(disposition(f"/editor/{cfg['audio']}/download?format=srt&transcript={t['id']}"))
+    print("   ", sorted(names), flush=True)
+    assert len(names) == len(json.loads(api(f"/v1/jobs/{cfg['audio']}"))["transcripts"]), names
 
     step("another organisation's project is 404")
     resp = page.goto(BASE + "/editor/" + cfg["foreign"])

@@ -35,6 +35,36 @@ struct Loaded {
     job: JobRow,
     transcript: TranscriptRow,
     words: Vec<Word>,
+    /// What its files are named by ([`file_tag`]).
+    tag: String,
+}
+
+/// What a transcript's subtitle files are named by (`{job name}_{tag}.{ext}`), so that every
+/// transcript of a job downloads under its own name: the original its language (`en`), the clean
+/// version `en_clean`, a translation its language (`nl`), with its place in the job's list
+/// (`nl_4`) when an earlier transcript already goes by that name. `list` is the job's
+/// transcripts in order as `(id, kind, language)`; `None` when `id` is not among them.
+pub fn file_tag<'a>(
+    list: impl IntoIterator<Item = (&'a str, &'a str, &'a str)>,
+    id: &str,
+) -> Option<String> {
+    let mut used = std::collections::HashSet::new();
+    for (pos, (tid, kind, language)) in list.into_iter().enumerate() {
+        let base = match kind {
+            "clean" => format!("{language}_clean"),
+            _ => language.to_string(),
+        };
+        let tag = if used.contains(&base) {
+            format!("{base}_{}", pos + 1)
+        } else {
+            base
+        };
+        if tid == id {
+            return Some(tag);
+        }
+        used.insert(tag);
+    }
+    None
 }
 
 /// The job's effective settings, as layered at creation.
@@ -115,10 +145,17 @@ async fn load(app: &App, caller: Caller, id: String, sel: Selector) -> Result<Lo
             .map(|s| s.words);
         let words = crate::words::decode(stored.as_deref().unwrap_or("[]"))
             .ok_or_else(|| ApiError::Internal(format!("words of {}", transcript.id)))?;
+        let tag = file_tag(
+            list.iter()
+                .map(|t| (t.id.as_str(), t.kind.as_str(), t.language.as_str())),
+            &transcript.id,
+        )
+        .unwrap_or_else(|| transcript.language.clone());
         Ok(Loaded {
             job,
             transcript,
             words,
+            tag,
         })
     })
     .await
@@ -307,6 +344,7 @@ pub async fn subtitles(
     subtitle_response(
         &loaded.job,
         &loaded.transcript.language,
+        &loaded.tag,
         &loaded.words,
         format,
         offset,
@@ -318,6 +356,7 @@ pub async fn subtitles(
 pub fn subtitle_response(
     job: &JobRow,
     language: &str,
+    tag: &str,
     words: &[Word],
     format: Format,
     offset: Millis,
@@ -338,7 +377,7 @@ pub fn subtitle_response(
     };
     let bytes = cuecraft_formats::to_vec(format, &cues, &opts)
         .map_err(|e| ApiError::Internal(format!("writing {}: {e}", format.extension())))?;
-    let filename = format!("{}_{}.{}", job.name, language, format.extension());
+    let filename = format!("{}_{}.{}", job.name, tag, format.extension());
     let mut resp = Response::new(Body::full(bytes));
     resp.headers_mut().insert(
         CONTENT_TYPE,
@@ -353,6 +392,23 @@ pub fn subtitle_response(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_transcript_of_a_job_downloads_under_its_own_name() {
+        let list = [
+            ("a", "original", "en"),
+            ("b", "clean", "en"),
+            ("c", "translation", "nl"),
+            ("d", "translation", "en"),
+            ("e", "translation", "nl"),
+        ];
+        let tags: Vec<String> = list
+            .iter()
+            .filter_map(|t| file_tag(list.iter().copied(), t.0))
+            .collect();
+        assert_eq!(tags, ["en", "en_clean", "nl", "en_4", "nl_5"]);
+        assert_eq!(file_tag(list.iter().copied(), "z"), None);
+    }
 
     #[test]
     fn attachment_names_get_an_rfc6266_filename_star_when_not_ascii() {

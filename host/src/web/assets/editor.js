@@ -138,6 +138,7 @@ function apply(data) {
   $("qc").textContent = qc ? `${qc.errors} errors · ${qc.warnings} warnings` : "";
   renderDownloads();
   setupMedia();
+  updateFind();
   updateUndo();
   loadHistory();
 }
@@ -270,11 +271,21 @@ function renderCue(cue, k) {
     li.append(el("div", { class: "source", text: cue.source, title: "The original over the same time" }));
   }
   if (cue.warnings.length > 0) {
+    li.classList.add("has-problem");
+    // Each warning with its detail in the list (not only a tooltip), and its one-click fix where
+    // there is one.
     const box = el("div", { class: "warnings" });
     for (const w of cue.warnings) {
-      const sig = el("span", { class: `warning level-${w.level}`, text: w.label, title: w.message, "data-rule": w.rule });
+      const sig = el("div", { class: `warning level-${w.level}`, "data-rule": w.rule });
       sig.setAttribute("role", "note");
-      sig.setAttribute("aria-label", `${w.label}: ${w.message}`);
+      sig.append(el("strong", { text: w.label }), el("span", { class: "detail", text: ` ${w.message}` }));
+      const fix = fixFor(w, k);
+      if (fix) {
+        // Reached by Tab in the selected cue only (the list stays one Tab stop).
+        const b = el("button", { type: "button", class: "fix", text: fix.text, "data-fix": fix.kind, tabIndex: -1 });
+        b.setAttribute("aria-label", `${fix.text} (cue ${cue.index})`);
+        sig.append(" ", b);
+      }
       box.append(sig);
     }
     li.append(box);
@@ -282,11 +293,34 @@ function renderCue(cue, k) {
   return li;
 }
 
+// The one-click fix of a warning, where there is one: a cue read too fast is extended to the
+// pace (its end moved; a next cue in the way moves or the server says why not), a weak line end
+// or a one-word line at the cue's end sends the last word to the next cue.
+function fixFor(w, k) {
+  const cue = state.data?.cues[k];
+  const next = state.data?.cues[k + 1];
+  if (!cue) return null;
+  if (w.rule === "reading-pace" && paceOf(w)) return { kind: "pace", text: "Extend to pace" };
+  // Only where the cue's own last word is the problem: a one-line cue ending weakly, a last
+  // line of one word.
+  const last = cue.lines[cue.lines.length - 1] ?? "";
+  const fits = (w.rule === "weak-line-end" && cue.lines.length === 1) || (w.rule === "one-word-line" && cue.lines.length > 1 && !last.includes(" "));
+  if (fits && next) return { kind: "movelast", text: "Last word to next cue" };
+  return null;
+}
+
+// The reading pace a warning was judged by (its label says "over N CPS").
+function paceOf(w) {
+  const m = /over (\d+(?:\.\d+)?) CPS/.exec(w.label ?? "");
+  return m ? Number(m[1]) : null;
+}
+
 function markSelection() {
   for (const li of document.querySelectorAll("li.cue")) {
     const sel = Number(li.dataset.k) === state.cue;
     li.classList.toggle("selected", sel);
     li.tabIndex = sel ? 0 : -1;
+    for (const b of li.querySelectorAll("button.fix")) b.tabIndex = sel ? 0 : -1;
     li.setAttribute("aria-current", sel ? "true" : "false");
   }
   for (const w of document.querySelectorAll(".w.sel")) w.classList.remove("sel");
@@ -867,7 +901,11 @@ const ops = {
     const n = replaceCount(find);
     if (n === 0) return info(`“${find}” was not found.`);
     const what = replace === "" ? `Delete “${find}” from ${n} ${n === 1 ? "word" : "words"}? The replacement is empty.` : `Replace “${find}” with “${replace}” in ${n} ${n === 1 ? "word" : "words"}?`;
-    if (!(await confirmBox(what, replace === "" ? `Delete in ${n}` : `Replace in ${n}`))) return;
+    // The preview: each word as it is and as it will be, by cue (the first 12).
+    const found = matches(find);
+    const lines = found.slice(0, 12).map((m) => `Cue ${m.cue.index}: ${m.word.text} → ${m.word.text.split(find).join(replace) || "(nothing)"}`);
+    if (found.length > 12) lines.push(`… and ${found.length - 12} more`);
+    if (!(await confirmBox(`${what}\n\n${lines.join("\n")}`, replace === "" ? `Delete in ${n}` : `Replace in ${n}`))) return;
     return edit({ op: "replace", find, replace });
   },
   // Moves a cue's edge to `ms` (a drag on the timeline, a typed time, the playhead): one
@@ -886,6 +924,22 @@ const ops = {
   atPlayhead(edge) {
     const cue = currentCue();
     if (cue && state.media) return raw.setTime(state.cue, edge, timeline.snap(state.media.currentTime * 1000));
+  },
+  // A warning's one-click fix on cue k.
+  fix(k, kind) {
+    const cue = state.data.cues[k];
+    if (!cue) return;
+    state.cue = k;
+    markSelection();
+    if (kind === "movelast") return raw.movelast();
+    const w = cue.warnings.find((x) => x.rule === "reading-pace");
+    const pace = w && paceOf(w);
+    if (!pace) return;
+    // What the quality check counts: the lines' characters, a line break as one.
+    const chars = cue.lines.reduce((n, l) => n + [...l].length, 0) + Math.max(1, cue.lines.length) - 1;
+    const fr = state.data?.job?.frameRate ?? { num: 25, den: 1 };
+    const frames = Math.ceil(((cue.start + Math.ceil((chars * 1000) / pace)) * fr.num) / (fr.den * 1000) - 1e-9);
+    return raw.setTime(k, "end", Math.ceil((frames * fr.den * 1000) / fr.num));
   },
   undo() {
     const rev = state.undo.pop();
@@ -963,6 +1017,85 @@ async function flushNudge() {
   clearTimeout(p.timer);
   return sendNudge(p);
 }
+
+// ----- review at speed: problems, replay, find -------------------------------------------------
+
+// The next (dir 1) or previous (-1) cue with a warning, from the selected one, wrapping.
+function nextProblem(dir) {
+  const cues = state.data?.cues ?? [];
+  const n = cues.length;
+  for (let step = 1; step <= n; step++) {
+    const k = (((state.cue + dir * step) % n) + n) % n;
+    if (cues[k].warnings.length > 0) {
+      selectCue(k);
+      seek(cues[k].start);
+      return;
+    }
+  }
+  info("No cue has a warning.");
+}
+
+$("problems-only").addEventListener("change", (e) => {
+  $("cues").classList.toggle("problems-only", e.target.checked);
+  const cue = currentCue();
+  if (e.target.checked && cue && cue.warnings.length === 0) nextProblem(1);
+});
+$("next-problem").addEventListener("click", () => nextProblem(1));
+$("prev-problem").addEventListener("click", () => nextProblem(-1));
+
+// Replay the selected cue: from its start, pausing at its end.
+let stopAt = null;
+function replayCue() {
+  const cue = currentCue();
+  if (!cue || !state.media) return;
+  seek(cue.start);
+  stopAt = cue.end;
+  state.media.play();
+}
+
+function back(ms) {
+  if (!state.media) return;
+  seek(Math.max(0, state.media.currentTime * 1000 - ms));
+}
+
+// Find: every word holding the text (case-sensitive, as replace is) is highlighted and counted as
+// it is typed; Enter or "Find next" selects the next cue with one; "Replace all…" shows what will
+// change first.
+function matches(find) {
+  const out = [];
+  if (!find) return out;
+  for (const c of state.data?.cues ?? []) for (const w of c.words) if (w.text.includes(find)) out.push({ cue: c, word: w });
+  return out;
+}
+
+function updateFind() {
+  const find = $("find").value;
+  for (const s of document.querySelectorAll(".w.found")) s.classList.remove("found");
+  const found = matches(find);
+  if (!find) {
+    $("find-count").textContent = "";
+    return;
+  }
+  for (const m of found) document.querySelector(`.w[data-i="${m.word.i}"]`)?.classList.add("found");
+  const cues = new Set(found.map((m) => m.cue.index)).size;
+  $("find-count").textContent = found.length === 0 ? "no match" : `${found.length} in ${cues} cue${cues === 1 ? "" : "s"}`;
+}
+
+function findNext() {
+  const find = $("find").value;
+  const found = matches(find);
+  if (!find) return;
+  if (found.length === 0) return info(`“${find}” was not found.`);
+  const cues = state.data.cues;
+  const after = found.find((m) => m.cue.index - 1 > state.cue) ?? found[0];
+  const k = after.cue.index - 1;
+  state.word = after.word.i;
+  selectCue(k, false);
+  seek(after.word.start);
+  info(`“${find}”: cue ${cues[k].index} (${found.length} in all).`);
+}
+
+$("find").addEventListener("input", updateFind);
 
 async function loadHistory() {
   if (!state.transcript) return;
@@ -1171,12 +1304,17 @@ function showTime(ms) {
 
 function tick() {
   if (!state.media || state.media.paused) return;
+  if (stopAt !== null && state.media.currentTime * 1000 >= stopAt) {
+    stopAt = null;
+    state.media.pause();
+  }
   showTime(state.media.currentTime * 1000);
   requestAnimationFrame(tick);
 }
 
 function togglePlay() {
   if (!state.media) return;
+  stopAt = null;
   if (state.media.paused) state.media.play();
   else state.media.pause();
 }
@@ -1187,6 +1325,8 @@ $("cues").addEventListener("click", (e) => {
   const li = e.target.closest("li.cue");
   if (!li || e.target.closest("textarea")) return;
   const k = Number(li.dataset.k);
+  const fix = e.target.closest("button.fix");
+  if (fix) return ops.fix(k, fix.dataset.fix);
   const w = e.target.closest(".w");
   if (w?.dataset.i) {
     state.word = Number(w.dataset.i);
@@ -1231,8 +1371,16 @@ $("end-minus").addEventListener("click", () => ops.nudge("end", -1));
 $("end-plus").addEventListener("click", () => ops.nudge("end", 1));
 $("speaker-cue").addEventListener("click", () => ops.speaker(false));
 $("speaker-all").addEventListener("click", () => ops.speaker(true));
+// Enter in Find finds the next; Enter in "Replace with" (or the button) replaces all, after the
+// preview.
 $("find-form").addEventListener("submit", (e) => {
   e.preventDefault();
+  const find = $("find").value;
+  if (!find) return;
+  if (document.activeElement === $("replace")) ops.replace(find, $("replace").value);
+  else findNext();
+});
+$("replace-all").addEventListener("click", () => {
   const find = $("find").value;
   if (find) ops.replace(find, $("replace").value);
 });
@@ -1282,6 +1430,10 @@ document.addEventListener("keydown", (e) => {
     e.preventDefault();
     return togglePlay();
   }
+  if (code === "F8" && !e.ctrlKey && !e.altKey && !e.metaKey) {
+    e.preventDefault();
+    return nextProblem(e.shiftKey ? -1 : 1);
+  }
   if ((e.ctrlKey || e.metaKey) && code === "KeyZ" && !typing) {
     e.preventDefault();
     return e.shiftKey ? ops.redo() : ops.undo();
@@ -1299,6 +1451,8 @@ document.addEventListener("keydown", (e) => {
       KeyL: ops.linebreak,
       KeyN: ops.movelast,
       KeyB: ops.movefirst,
+      KeyR: replayCue,
+      KeyJ: () => back(2000),
       KeyI: () => ops.atPlayhead("start"),
       KeyO: () => ops.atPlayhead("end"),
       BracketLeft: () => ops.nudge(e.shiftKey ? "end" : "start", -1),

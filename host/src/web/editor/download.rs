@@ -9,7 +9,7 @@ use hyper::header::{HeaderValue, CONTENT_DISPOSITION};
 use hyper::Response;
 
 use crate::api::results::{
-    content_disposition, job_frame_rate, job_settings, subtitle_format, subtitle_response,
+    content_disposition, file_tag, job_frame_rate, job_settings, subtitle_format, subtitle_response,
 };
 use crate::http::{App, Body};
 use crate::store::JobRow;
@@ -40,19 +40,26 @@ pub async fn download(
         let stored = c
             .transcript_words(&jid, transcript.as_deref())?
             .ok_or(WebError::NotFound)?;
-        let language = c
-            .ready_transcripts(&jid)?
-            .into_iter()
+        let list = c.transcripts(&jid)?;
+        let language = list
+            .iter()
             .find(|t| t.id == stored.transcript_id)
-            .map(|t| t.language)
+            .map(|t| t.language.clone())
             .unwrap_or_else(|| job.language.clone());
+        // Each transcript under its own file name, the API's (`results::file_tag`).
+        let tag = file_tag(
+            list.iter()
+                .map(|t| (t.id.as_str(), t.kind.as_str(), t.language.as_str())),
+            &stored.transcript_id,
+        )
+        .unwrap_or_else(|| language.clone());
         let words =
             decode(&stored.words).ok_or_else(|| WebError::Internal("stored words".into()))?;
         if job.lead_in_frames == 0 {
-            return subtitle_response(&job, &language, &words, format, Millis::ZERO)
+            return subtitle_response(&job, &language, &tag, &words, format, Millis::ZERO)
                 .map_err(|e| WebError::Internal(e.message()));
         }
-        lead_in_response(&job, &language, &words, format)
+        lead_in_response(&job, &language, &tag, &words, format)
     })
     .await
 }
@@ -63,6 +70,7 @@ pub async fn download(
 pub(super) fn lead_in_response(
     job: &JobRow,
     language: &str,
+    tag: &str,
     words: &[Word],
     format: Format,
 ) -> Result<Response<Body>, WebError> {
@@ -85,7 +93,7 @@ pub(super) fn lead_in_response(
     let bytes = cuecraft_formats::to_vec(format, &cues, &opts)
         .map_err(|e| WebError::Internal(format!("writing {}: {e}", format.extension())))?;
     let mut resp = respond_bytes(200, format.content_type(), bytes);
-    let filename = format!("{}_{}.{}", job.name, language, format.extension());
+    let filename = format!("{}_{}.{}", job.name, tag, format.extension());
     if let Ok(v) = HeaderValue::from_str(&content_disposition(&filename)) {
         resp.headers_mut().insert(CONTENT_DISPOSITION, v);
     }

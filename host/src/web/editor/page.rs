@@ -65,10 +65,15 @@ pub async fn page(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
          <span class=\"group\"><label>Speaker <input type=\"number\" id=\"speaker\" min=\"0\" max=\"99\" value=\"0\"></label>\
          <button type=\"button\" id=\"speaker-cue\">Set speaker for cue</button>\
          <button type=\"button\" id=\"speaker-all\">Set speaker everywhere</button></span>\
-         <form id=\"find-form\" class=\"group\"><input id=\"find\" placeholder=\"Find\" aria-label=\"Find\">\
+         <form id=\"find-form\" class=\"group\"><input id=\"find\" placeholder=\"Find\" aria-label=\"Find\" aria-describedby=\"find-count\">\
+         <span id=\"find-count\" role=\"status\" aria-live=\"polite\"></span>\
+         <button type=\"submit\" id=\"find-next\">Find next</button>\
          <input id=\"replace\" placeholder=\"Replace with\" aria-label=\"Replace with\">\
-         <button type=\"submit\">Replace all</button></form></div>\
+         <button type=\"button\" id=\"replace-all\">Replace all…</button></form></div>\
          <div class=\"columns\"><div class=\"cue-pane\">\
+         <div class=\"cue-filter\"><label><input type=\"checkbox\" id=\"problems-only\"> Problems only</label>\
+         <button type=\"button\" id=\"prev-problem\" title=\"Shift+F8\">Previous problem</button>\
+         <button type=\"button\" id=\"next-problem\" title=\"F8\">Next problem</button></div>\
          <div id=\"beside-head\" class=\"beside-head\" hidden><span id=\"beside-this\"></span>\
          <span id=\"beside-original\"></span></div>\
          <ol id=\"cues\" class=\"cues\" aria-label=\"Cues (one Tab stop: ↑ ↓ move between cues, Enter edits)\"></ol></div>\
@@ -101,7 +106,11 @@ pub async fn page(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
          <h2>Download</h2><div class=\"downloads\">{downloads}</div>\
          <h2>History</h2><ol id=\"history\" class=\"history\"></ol></aside></div>\
          <dialog id=\"help\" aria-label=\"Keyboard shortcuts\"><h2>Keyboard shortcuts</h2><dl>\
-         <dt>Ctrl+Space or Alt+P</dt><dd>Play / pause</dd>\
+         <dt>Ctrl+Space or Alt+P</dt><dd>Play / pause (also while typing)</dd>\
+         <dt>Alt+R</dt><dd>Replay the cue (from its start, pausing at its end)</dd>\
+         <dt>Alt+J</dt><dd>Back 2 seconds</dd>\
+         <dt>F8 / Shift+F8</dt><dd>Next / previous cue with a warning</dd>\
+         <dt>Enter in Find</dt><dd>Find next (Enter in “Replace with”: replace all, after a preview)</dd>\
          <dt>Alt+↓ / Alt+↑ (or J / K outside a text box)</dt><dd>Next / previous cue</dd>\
          <dt>Tab</dt><dd>The cue list is one stop: ↑ / ↓, Home / End move inside it</dd>\
          <dt>Enter on a cue</dt><dd>Edit its text (Enter saves, Escape cancels)</dd>\
