@@ -220,7 +220,17 @@ fn serve_refuses_to_start_without_the_whisper_model_in_one_line_naming_the_fix()
 fn submit_speaks_https_and_checks_the_certificate_against_the_ca_file() {
     let certs = cuecraft_pgtest::TestCerts::make();
     let proxy = crate::common::tls::TlsProxy::start(&certs.cert, &certs.key);
-    let server = crate::common::Server::start(&["--workers", "1"]);
+    // Behind the proxy, as a deployment is: every link the server gives, the upload URL among
+    // them, is https (the media in the data directory, so the upload goes to the server too).
+    let public = format!("https://localhost:{}", proxy.port);
+    let server = crate::common::Server::start(&[
+        "--workers",
+        "1",
+        "--public-url",
+        &public,
+        crate::common::LOCAL_MEDIA[0],
+        crate::common::LOCAL_MEDIA[1],
+    ]);
     proxy.forward_to(server.port);
     let org = server.org(10_000, &[]);
     let media = server.tone(3);
@@ -250,9 +260,14 @@ fn submit_speaks_https_and_checks_the_certificate_against_the_ca_file() {
     let cues = parse(Format::Srt, &srt).expect("valid SRT");
     assert!(!cues.is_empty(), "{}", String::from_utf8_lossy(&srt));
     assert!(
-        proxy.handshakes() >= 3,
-        "create, poll and download went through TLS: {}",
+        proxy.handshakes() >= 4,
+        "create, upload, poll and download went through TLS: {}",
         proxy.handshakes()
+    );
+    assert!(
+        server.log().contains("upload complete"),
+        "the upload reached the server through the proxy:\n{}",
+        server.log()
     );
 
     // The same CA from the environment.

@@ -450,8 +450,13 @@ impl Server {
             .arg(self.data_dir())
             .arg("--listen")
             .arg(format!("127.0.0.1:{}", self.port))
-            .arg("--public-url")
-            .arg(self.base())
+            // Its own address, unless the test puts it behind something (a TLS proxy).
+            .args(
+                (!self.args.iter().any(|a| a == "--public-url"))
+                    .then(|| ["--public-url".to_string(), self.base()])
+                    .into_iter()
+                    .flatten(),
+            )
             .args(&self.args)
             .envs(self.store_env())
             .envs(self.env.iter().map(|(k, v)| (k, v)))
