@@ -374,8 +374,8 @@ mod local_edits {
     }
 
     /// One random edit of cue `k` (and the next): the op, the cues it names, and whether the
-    /// next cue may change its lines (a text edit that changes whether the cue ends a sentence:
-    /// the next cue's capital and `...` follow).
+    /// next cue may change its lines (a text edit that changes whether the cue ends a sentence,
+    /// or who speaks its last word: the next cue's capital and `...` follow).
     fn random_op(rng: &mut Rng, cues: &[Cue], k: usize) -> (Value, usize) {
         let ranges = cue_ranges(cues);
         let (from, to) = ranges[k];
@@ -419,10 +419,14 @@ mod local_edits {
         }
     }
 
-    fn ends_sentence(c: &Cue) -> bool {
-        c.words
-            .last()
-            .is_some_and(|w| cuecraft_engine::punctuate::ends_sentence(&w.text))
+    /// What the next cue's first word takes its capital and `...` from: whether this cue ends a
+    /// sentence, and who speaks its last word (a speaker change starts with a capital).
+    fn ends_sentence(c: &Cue) -> (bool, Option<u32>) {
+        let last = c.words.last();
+        (
+            last.is_some_and(|w| cuecraft_engine::punctuate::ends_sentence(&w.text)),
+            last.map(|w| w.speaker),
+        )
     }
 
     /// A cue's start, end, speaker, lines and words (text, start, end).
@@ -542,8 +546,9 @@ mod local_edits {
                         a.clone()
                     };
                     if first_after && sentence_changed {
-                        // Its capital and `...` may follow the new sentence end (and with the
-                        // `...` the reading time its end is held for); nothing else.
+                        // Its capital and `...` may follow the new sentence end or last speaker
+                        // (and with the `...` the reading time its end is held for); nothing
+                        // else.
                         assert_eq!((a.start, &a.words), (b.start, &b.words), "{}", ctx());
                     } else {
                         assert_eq!(
