@@ -24,9 +24,10 @@ pub struct Args {
     /// cues should keep.
     #[arg(long, value_name = "STYLE", default_value = "netflix-en")]
     pub style: String,
-    /// Frame rate of the media, for the frame gaps: 25, 29.97, 30000/1001 ...
-    #[arg(long, value_name = "R", default_value = "25")]
-    pub frame_rate: String,
+    /// Frame rate of the media, for the frame gaps: 25, 29.97, 30000/1001 ... (default: the
+    /// video's with --media, else 25)
+    #[arg(long, value_name = "R")]
+    pub frame_rate: Option<String>,
     /// Input format (srt, vtt, ttml, ass, stl, json); detected from the content, then the extension.
     #[arg(long, value_name = "F")]
     pub from: Option<String>,
@@ -35,8 +36,12 @@ pub struct Args {
     pub json: bool,
     /// The video's shot changes (a JSON array of seconds or one time in seconds per line): also
     /// check the shot-change rules (shot-change-in, shot-change-out).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "media")]
     pub shot_changes: Option<PathBuf>,
+    /// The video itself: its shot changes are found as the service finds them (ffmpeg's scene
+    /// detection, as in the editor's proxy) and checked as with --shot-changes. Needs ffmpeg.
+    #[arg(long, value_name = "FILE")]
+    pub media: Option<PathBuf>,
     /// Check a job's original transcript, read through the API (with its words).
     #[arg(long, value_name = "ID", requires = "api")]
     pub job: Option<String>,
@@ -63,12 +68,14 @@ pub fn run(args: Args) -> ! {
 
 /// Checks and prints; `Ok(true)` when no error-level rule failed.
 fn check(args: &Args) -> anyhow::Result<bool> {
-    let frame_rate = FrameRate::parse(&args.frame_rate).with_context(|| {
-        format!(
-            "--frame-rate {:?} is not a frame rate (25, 29.97, 30000/1001 ...)",
-            args.frame_rate
-        )
-    })?;
+    let media = args.media.as_deref().map(media_shots).transpose()?;
+    let frame_rate = match (&args.frame_rate, &media) {
+        (Some(r), _) => FrameRate::parse(r).with_context(|| {
+            format!("--frame-rate {r:?} is not a frame rate (25, 29.97, 30000/1001 ...)")
+        })?,
+        (None, Some((rate, _))) => *rate,
+        (None, None) => FrameRate::FPS_25,
+    };
     let (name, cues) = match (&args.job, &args.file) {
         (Some(job), _) => {
             let api = args.api.as_deref().unwrap_or_default();
@@ -88,9 +95,10 @@ fn check(args: &Args) -> anyhow::Result<bool> {
         (None, None) => bail!("give a FILE or --job ID"),
     };
     let style = style(&args.style, &cues)?;
-    let shots = match &args.shot_changes {
-        Some(path) => Some(crate::shot_list::read(path)?),
-        None => None,
+    let shots = match (&args.shot_changes, media) {
+        (Some(path), _) => Some(crate::shot_list::read(path)?),
+        (None, Some((_, shots))) => Some(shots),
+        (None, None) => None,
     };
     let report = qc::check_with_shots(&cues, &style, frame_rate, shots.as_deref().unwrap_or(&[]));
     let floor = qc::pace_floor(&cues, &style, frame_rate);
@@ -109,6 +117,27 @@ fn check(args: &Args) -> anyhow::Result<bool> {
     }
     out.flush()?;
     Ok(!report.has_errors())
+}
+
+/// The frame rate and shot changes of a video, found as the pipeline finds them.
+fn media_shots(path: &std::path::Path) -> anyhow::Result<(FrameRate, Vec<Millis>)> {
+    use cuecraft_host::media;
+    let probe = media::probe(path).with_context(|| format!("--media {}", path.display()))?;
+    if !probe.has_video {
+        bail!("--media {}: the file has no picture", path.display());
+    }
+    // A directory of our own (created, never reused), so the detector's output cannot be
+    // redirected through a name someone else made.
+    let dir = std::env::temp_dir().join(format!(
+        "cuecraft-check-{}-{}",
+        std::process::id(),
+        cuecraft_host::util::now_ms()
+    ));
+    std::fs::create_dir(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let shots = media::detect_shot_changes(path, &dir.join("shots.txt"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let shots = shots.with_context(|| format!("--media {}", path.display()))?;
+    Ok((probe.frame_rate.unwrap_or(FrameRate::FPS_25), shots))
 }
 
 fn read(path: &PathBuf) -> anyhow::Result<Vec<u8>> {

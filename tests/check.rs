@@ -377,6 +377,57 @@ fn layout_times_cues_to_a_shot_list_and_check_reports_the_shot_rules() {
             ("shot-change-out".to_string(), 3)
         ]
     );
+    // The video itself: its cuts found as the service finds them, the same findings, and its
+    // frame rate taken when none is given.
+    let video = dir.path().join("scene.mkv");
+    let status = Command::new("ffmpeg")
+        .args(["-nostdin", "-v", "error", "-y"])
+        .args(["-f", "lavfi", "-i", "testsrc2=s=320x180:r=25:d=2"])
+        .args(["-f", "lavfi", "-i", "smptehdbars=s=320x180:r=25:d=4"])
+        .args(["-f", "lavfi", "-i", "rgbtestsrc=s=320x180:r=25:d=6"])
+        .args(["-f", "lavfi", "-i", "testsrc=s=320x180:r=25:d=2"])
+        .args([
+            "-filter_complex",
+            "[0:v][1:v][2:v][3:v]concat=n=4:v=1:a=0[v]",
+        ])
+        .args(["-map", "[v]", "-c:v", "libx264"])
+        .arg(&video)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = check(&[
+        plain_path.to_str().unwrap(),
+        "--media",
+        video.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let by_media: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(by_media["shotChanges"], 3);
+    assert_eq!(findings(&by_media), findings(&r));
+    let out = check(&[
+        timed_path.to_str().unwrap(),
+        "--media",
+        video.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    // Audio is no picture: the check says so and could not run.
+    let sound = dir.path().join("sound.wav");
+    let status = Command::new("ffmpeg")
+        .args([
+            "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "sine=d=1",
+        ])
+        .arg(&sound)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = check(&[
+        plain_path.to_str().unwrap(),
+        "--media",
+        sound.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no picture"));
     // Without a shot list the shot rules are not reported at all.
     let out = check(&[plain_path.to_str().unwrap(), "--json"]);
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use cuecraft_engine::text::{transcript_text, truncate_cues};
-use cuecraft_engine::{layout, Cue, FrameRate, Millis, PartialSettings, Settings, Word};
+use cuecraft_engine::{layout_with_shots, Cue, FrameRate, Millis, PartialSettings, Settings, Word};
 use cuecraft_formats::{Format, WriteOptions};
 use hyper::header::{HeaderValue, CONTENT_DISPOSITION, CONTENT_TYPE};
 use hyper::{HeaderMap, Response};
@@ -76,6 +76,12 @@ pub fn job_settings(job: &JobRow) -> Result<Settings, ApiError> {
         .map_err(|_| ApiError::Internal("job settings do not validate".into()))
 }
 
+/// The job's shot changes: the video's, none for audio-only jobs (the layout then ignores the
+/// picture). Every layout of a job's words is timed to them: the API's and the editor's.
+pub fn job_shot_changes(job: &JobRow) -> &[Millis] {
+    job.shot_changes.as_deref().unwrap_or_default()
+}
+
 /// The job's frame rate: the video's, 25/1 for audio-only or before probing.
 pub fn job_frame_rate(job: &JobRow) -> FrameRate {
     match (job.frame_num, job.frame_den) {
@@ -94,7 +100,12 @@ impl Loaded {
     }
 
     fn cues(&self, settings: &Settings) -> Vec<Cue> {
-        layout(&self.words, settings, self.frame_rate())
+        layout_with_shots(
+            &self.words,
+            settings,
+            self.frame_rate(),
+            job_shot_changes(&self.job),
+        )
     }
 }
 
@@ -363,7 +374,7 @@ pub fn subtitle_response(
 ) -> Result<Response<Body>, ApiError> {
     let settings = job_settings(job)?;
     let frame_rate = job_frame_rate(job);
-    let cues = layout(words, &settings, frame_rate);
+    let cues = layout_with_shots(words, &settings, frame_rate, job_shot_changes(job));
     let opts = WriteOptions {
         offset: if format == Format::EbuStl {
             Millis::ZERO

@@ -10,7 +10,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use cuecraft_engine::FrameRate;
+use cuecraft_engine::{FrameRate, Millis};
 use serde::Deserialize;
 
 /// What ffprobe found in a media file.
@@ -289,21 +289,123 @@ pub const PEAKS_PER_SECOND: u32 = 50;
 /// The sample rate the peaks are computed from.
 const PEAK_RATE: u32 = 8000;
 
+/// ffmpeg `scdet`'s scene score (0-100) from which a frame starts a new shot. Chosen by
+/// measurement (`scripts/score-timing`, BENCHMARKS.md "Timing to the picture"): after the proxy's
+/// scaling, 5 finds every hard cut of the timing corpus on its frame with no false cut on the
+/// static shot or the slow fade.
+pub const SHOT_THRESHOLD: u32 = 5;
+/// A change detected fewer frames than this after the previous one is the same change (a shot of
+/// under a quarter of a second), as `scripts/score-timing` counts it.
+const MIN_SHOT_FRAMES: u64 = 6;
+
+/// The picture's filter chain of the editor's proxy, with the shot-change detector writing the
+/// frames that start a shot to `shots` (ffmpeg's `metadata` filter, `frame:N ... pts_time:T`
+/// lines).
+fn picture_chain(shots: &Path) -> std::ffi::OsString {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let mut chain = format!(
+        "scale=-2:'min(360,ih)':flags=bilinear,format=yuv420p,scdet=threshold={SHOT_THRESHOLD},\
+         metadata=mode=print:key=lavfi.scd.time:file="
+    )
+    .into_bytes();
+    let mut url = b"file:".to_vec();
+    url.extend_from_slice(shots.as_os_str().as_bytes());
+    chain.extend(escape_filter_value(&url));
+    std::ffi::OsString::from_vec(chain)
+}
+
+/// `value` escaped for a filter option inside a filter graph: once for the option parser
+/// (`\ ' :`), then once more for the graph's parser (`\ ' [ ] , ;`), so any file name reaches
+/// the filter as it is.
+fn escape_filter_value(value: &[u8]) -> Vec<u8> {
+    let escape = |bytes: &[u8], special: &[u8]| {
+        let mut out = Vec::with_capacity(bytes.len() + 8);
+        for &b in bytes {
+            if special.contains(&b) {
+                out.push(b'\\');
+            }
+            out.push(b);
+        }
+        out
+    };
+    escape(&escape(value, b"\\':"), b"\\'[],;")
+}
+
+/// The shot changes in the `metadata` filter's output: the time of the first frame of each new
+/// shot, in order, a change within [`MIN_SHOT_FRAMES`] of the one before dropped.
+fn parse_shot_changes(text: &str) -> Vec<Millis> {
+    let mut out = Vec::new();
+    let mut last: Option<u64> = None;
+    let mut frame: Option<(u64, Option<f64>)> = None;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("frame:") {
+            let n = rest.split_whitespace().next().and_then(|n| n.parse().ok());
+            let t = rest
+                .split_whitespace()
+                .find_map(|f| f.strip_prefix("pts_time:"))
+                .and_then(parse_seconds);
+            frame = n.map(|n| (n, t));
+        } else if let Some(value) = line.strip_prefix("lavfi.scd.time=") {
+            let Some((n, t)) = frame.take() else { continue };
+            let Some(t) = t.or_else(|| parse_seconds(value)) else {
+                continue;
+            };
+            if last.is_some_and(|l| n < l + MIN_SHOT_FRAMES) {
+                continue;
+            }
+            last = Some(n);
+            out.push(Millis((t * 1000.0).round() as i64));
+        }
+    }
+    out
+}
+
+/// Reads and removes the detector's output file.
+fn take_shot_changes(shots: &Path) -> Result<Vec<Millis>, MediaError> {
+    let text = std::fs::read(shots).map_err(MediaError::Io);
+    let _ = std::fs::remove_file(shots);
+    Ok(parse_shot_changes(&String::from_utf8_lossy(&text?)))
+}
+
+/// The shot changes of `input`'s first video stream (the times of the first frame of each new
+/// shot), found as the editor's proxy finds them ([`make_proxy`]) but without encoding anything;
+/// the detector writes to `scratch` (removed after). For media without a proxy at hand: `cuecraft
+/// check --media` and a pipeline step repeated after its proxy was stored.
+pub fn detect_shot_changes(input: &Path, scratch: &Path) -> Result<Vec<Millis>, MediaError> {
+    let out = run(
+        "ffmpeg",
+        Command::new("ffmpeg")
+            .args(["-nostdin", "-v", "error", "-i"])
+            .arg(file_url(input))
+            .args(["-an", "-sn", "-dn", "-map", "0:v:0", "-vf"])
+            .arg(picture_chain(scratch))
+            .args(["-f", "null", "-"]),
+    )?;
+    if !out.status.success() {
+        let _ = std::fs::remove_file(scratch);
+        return Err(MediaError::Unreadable(tool_message(&out.stderr, input)));
+    }
+    take_shot_changes(scratch)
+}
+
 /// Makes the editor's browser-playable proxy of `input` at `output`: WebM with VP8 picture
 /// (at most 360 lines, realtime speed) and Opus sound for video, Opus sound alone for audio-only
-/// media. Written to a temp name and renamed, like the extracted audio.
-pub fn make_proxy(input: &Path, output: &Path, video: bool) -> Result<(), MediaError> {
+/// media. Written to a temp name and renamed, like the extracted audio. For video, the same
+/// decoding finds the shot changes (ffmpeg's `scdet` on the scaled picture, [`SHOT_THRESHOLD`]):
+/// they are returned, empty for audio-only media.
+pub fn make_proxy(input: &Path, output: &Path, video: bool) -> Result<Vec<Millis>, MediaError> {
     let tmp = tmp_path(output);
+    let mut shots = tmp.as_os_str().to_owned();
+    shots.push(".shots");
+    let shots = PathBuf::from(shots);
     let mut cmd = Command::new("ffmpeg");
     cmd.args(["-nostdin", "-v", "error", "-y", "-i"])
         .arg(file_url(input))
         .args(["-sn", "-dn"]);
     if video {
         cmd.args(["-map", "0:v:0", "-map", "0:a:0"])
-            .args([
-                "-vf",
-                "scale=-2:'min(360,ih)':flags=bilinear,format=yuv420p",
-            ])
+            .arg("-vf")
+            .arg(picture_chain(&shots))
             .args(["-c:v", "libvpx", "-deadline", "realtime", "-cpu-used", "8"])
             .args(["-b:v", "700k", "-auto-alt-ref", "0"]);
     } else {
@@ -318,12 +420,22 @@ pub fn make_proxy(input: &Path, output: &Path, video: bool) -> Result<(), MediaE
     let out = run("ffmpeg", &mut cmd)?;
     if !out.status.success() {
         let _ = std::fs::remove_file(&tmp);
+        let _ = std::fs::remove_file(&shots);
         return Err(MediaError::Unreadable(tool_message(&out.stderr, input)));
     }
+    let found = if video {
+        take_shot_changes(&shots)
+    } else {
+        Ok(Vec::new())
+    };
+    let found = found.inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })?;
     std::fs::rename(&tmp, output).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         MediaError::Io(e)
-    })
+    })?;
+    Ok(found)
 }
 
 /// The waveform's peaks of `input`'s first audio stream: for every 1/[`PEAKS_PER_SECOND`] s, the
@@ -487,6 +599,76 @@ mod tests {
         assert_eq!(parse_rational("0/0"), None);
         assert_eq!(parse_rational("25"), None);
         assert_eq!(parse_rational("5000000/1"), None);
+    }
+
+    #[test]
+    fn shot_changes_are_read_from_the_detector_output_one_per_shot() {
+        let text = "frame:0    pts:0       pts_time:0\n\
+                    frame:30   pts:1200    pts_time:1.2\nlavfi.scd.time=1.2\n\
+                    frame:33   pts:1320    pts_time:1.32\nlavfi.scd.time=1.32\n\
+                    frame:55   pts:2200    pts_time:2.2\nlavfi.scd.time=2.2\n\
+                    lavfi.scd.time=9\nframe:x\nlavfi.scd.time=3\n";
+        // The change 3 frames after a cut is the same change; a value without its frame line
+        // is skipped.
+        assert_eq!(parse_shot_changes(text), vec![Millis(1200), Millis(2200)]);
+        assert!(parse_shot_changes("").is_empty());
+    }
+
+    #[test]
+    fn filter_values_are_escaped_for_both_parsers() {
+        assert_eq!(
+            escape_filter_value(b"file:/a,b [c];d'e\\f"),
+            b"file\\\\:/a\\,b \\[c\\]\\;d\\\\\\'e\\\\\\\\f".to_vec()
+        );
+    }
+
+    /// A video of three shots of 25 fps, cut at frames 30 and 55, with sound.
+    fn video_with_cuts(dir: &Path) -> PathBuf {
+        let path = dir.join("cuts.mkv");
+        let status = Command::new("ffmpeg")
+            .args(["-nostdin", "-v", "error", "-y"])
+            .args(["-f", "lavfi", "-i", "testsrc2=s=320x180:r=25:d=1.2"])
+            .args(["-f", "lavfi", "-i", "smptehdbars=s=320x180:r=25:d=1"])
+            .args(["-f", "lavfi", "-i", "rgbtestsrc=s=320x180:r=25:d=1"])
+            .args(["-f", "lavfi", "-i", "sine=d=3.2"])
+            .args(["-filter_complex", "[0:v][1:v][2:v]concat=n=3:v=1:a=0[v]"])
+            .args([
+                "-map", "[v]", "-map", "3:a", "-c:v", "libx264", "-c:a", "flac",
+            ])
+            .arg(file_url(&path))
+            .status()
+            .expect("ffmpeg");
+        assert!(status.success());
+        path
+    }
+
+    #[test]
+    fn the_proxy_pass_finds_the_cuts_on_their_frames_whatever_the_directory_name() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        // Every character the filter graph or its options treat specially.
+        let dir = tmp.path().join("a,b [c];d'e:f\\g");
+        std::fs::create_dir(&dir).expect("dir");
+        let video = video_with_cuts(&dir);
+        let cuts = vec![Millis(1200), Millis(2200)];
+        let proxy = dir.join("p.webm");
+        assert_eq!(make_proxy(&video, &proxy, true).expect("proxy"), cuts);
+        assert!(proxy.exists());
+        assert_eq!(
+            detect_shot_changes(&video, &dir.join("scratch")).expect("detect"),
+            cuts
+        );
+        // Nothing of the detector is left behind.
+        let mut left: Vec<_> = std::fs::read_dir(&dir)
+            .expect("list")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["cuts.mkv", "p.webm"]);
+        // Audio-only media has none, and its proxy is made as before.
+        assert_eq!(
+            make_proxy(&video, &dir.join("a.webm"), false).ok(),
+            Some(vec![])
+        );
     }
 
     #[test]

@@ -24,7 +24,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use ffmpeg::{
-    compute_peaks, extract_wav, make_proxy, probe, MediaError, Probe, PEAKS_PER_SECOND,
+    compute_peaks, detect_shot_changes, extract_wav, make_proxy, probe, MediaError, Probe,
+    PEAKS_PER_SECOND,
 };
 pub use local::LocalDirectory;
 pub use part::sweep_parts;
@@ -217,22 +218,56 @@ pub fn make_editor_media(
     job_id: &str,
     work_dir: &Path,
 ) -> Result<(), String> {
-    make_editor_media_from(store, job_id, None, work_dir)
+    make_editor_media_from(store, job_id, None, work_dir, false).made
+}
+
+/// What [`make_editor_media_from`] did.
+#[derive(Debug)]
+pub struct EditorMedia {
+    /// The shot changes of a video, found by the proxy's pass when the proxy was made now, or by
+    /// a pass of their own when asked for and the proxy was there already; `None` for audio-only
+    /// media, when neither happened, or when they could not be found.
+    pub shot_changes: Option<Vec<cuecraft_engine::Millis>>,
+    /// Errors for the operator's log.
+    pub made: Result<(), String>,
 }
 
 /// [`make_editor_media`] from `input`, the job's original already on this machine (the
-/// pipeline's copy while it recognises), or else the store's.
+/// pipeline's copy while it recognises), or else the store's. A video's shot changes come back
+/// when its proxy is made now (found by the same decoding), and with `want_shots` also when the
+/// proxy was there already (a detection pass over the picture).
 pub fn make_editor_media_from(
     store: &dyn MediaStore,
     job_id: &str,
     input: Option<&Path>,
     work_dir: &Path,
+    want_shots: bool,
+) -> EditorMedia {
+    let mut shot_changes = None;
+    let made = make_from(
+        store,
+        job_id,
+        input,
+        work_dir,
+        want_shots,
+        &mut shot_changes,
+    );
+    EditorMedia { shot_changes, made }
+}
+
+fn make_from(
+    store: &dyn MediaStore,
+    job_id: &str,
+    input: Option<&Path>,
+    work_dir: &Path,
+    want_shots: bool,
+    shot_changes: &mut Option<Vec<cuecraft_engine::Millis>>,
 ) -> Result<(), String> {
     let exists = |o| store.size(job_id, o).map(|s| s.is_some());
     let have_proxy = exists(Object::VideoProxy).map_err(|e| e.to_string())?
         || exists(Object::AudioProxy).map_err(|e| e.to_string())?;
     let have_peaks = exists(Object::Peaks).map_err(|e| e.to_string())?;
-    if have_proxy && have_peaks {
+    if have_proxy && have_peaks && !want_shots {
         return Ok(());
     }
     std::fs::create_dir_all(work_dir).map_err(|e| format!("work directory: {e}"))?;
@@ -250,17 +285,32 @@ pub fn make_editor_media_from(
     if !have_proxy {
         let out = work_dir.join(format!("{job_id}.proxy.tmp"));
         let made = probe(input).and_then(|p| {
-            make_proxy(input, &out, p.has_video)?;
+            let shots = make_proxy(input, &out, p.has_video)?;
             let object = if p.has_video {
                 Object::VideoProxy
             } else {
                 Object::AudioProxy
             };
-            store.put_file(job_id, object, &out).map_err(MediaError::Io)
+            store
+                .put_file(job_id, object, &out)
+                .map_err(MediaError::Io)?;
+            *shot_changes = p.has_video.then_some(shots);
+            Ok(())
         });
         if let Err(e) = made {
             let _ = std::fs::remove_file(&out);
             problems.push(format!("no playback proxy: {e}"));
+        }
+    } else if want_shots {
+        let scratch = work_dir.join(format!("{job_id}.shots.tmp"));
+        let found = probe(input).and_then(|p| {
+            p.has_video
+                .then(|| detect_shot_changes(input, &scratch))
+                .transpose()
+        });
+        match found {
+            Ok(found) => *shot_changes = found,
+            Err(e) => problems.push(format!("no shot changes: {e}")),
         }
     }
     if !have_peaks {

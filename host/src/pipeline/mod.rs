@@ -43,6 +43,9 @@ use crate::store::{Formatted, JobProgress, JobRow, Recognized, Store, StoreError
 use crate::util::{new_id, now_ms};
 use crate::words::{encode, seconds};
 
+/// A video's shot changes (the first frame of each new shot).
+type Shots = Vec<cuecraft_engine::Millis>;
+
 /// How many highlights a job keeps.
 const HIGHLIGHTS: usize = 5;
 /// How often a running recognition's progress is written to the store.
@@ -544,7 +547,10 @@ impl Pipeline {
         // extraction and recognition, from the same copy of the original, so `ready` follows the
         // last word instead of waiting for them.
         let recognized = std::thread::scope(|scope| {
-            let beside = scope.spawn(|| self.editor_media(job, Some(&*media)));
+            // Shot changes are wanted again when a repeated step finds the proxy made.
+            let want_shots = job.shot_changes.is_none();
+            let input: &Path = &media;
+            let beside = scope.spawn(move || self.editor_media(job, Some(input), want_shots));
             let recognized = crate::media::extract_wav(&media, &wav)
                 .map_err(|e| StepError::Fail(e.to_string()))
                 .and_then(|()| {
@@ -589,12 +595,13 @@ impl Pipeline {
                     recognition
                 });
             let _ = std::fs::remove_file(&wav);
-            if beside.join().is_err() {
+            let shots = beside.join().unwrap_or_else(|_| {
                 tracing::error!(job = %job.id, "making the editor media panicked");
-            }
-            recognized
+                None
+            });
+            recognized.map(|r| (r, shots))
         });
-        let recognition = recognized?;
+        let (recognition, shots) = recognized?;
         let language = if recognition.language.trim().is_empty() {
             settings.language.clone()
         } else {
@@ -617,6 +624,7 @@ impl Pipeline {
         let measured =
             crate::billing::required_cents(probe.duration_seconds, job.price_cents_per_minute);
         self.renew(task, worker)?;
+        self.store_shots(job, shots.filter(|_| probe.has_video))?;
         self.store
             .settle(&job.org_id, &job.id, measured)
             .map_err(billing)?;
@@ -668,8 +676,8 @@ impl Pipeline {
             .to_string()
         });
         // Made beside recognition; only what is missing (a step repeated after a crash, a
-        // failure) is made here.
-        self.editor_media(job, None);
+        // failure) is made here, with the shot changes of a video proxy made now.
+        let shots = self.editor_media(job, None, false);
         let clean_id = new_id().map_err(|e| StepError::Retry(format!("random: {e}")))?;
         let formatted = Formatted {
             clean_id,
@@ -679,6 +687,7 @@ impl Pipeline {
             chapters: found_chapters,
         };
         self.renew(task, worker)?;
+        self.store_shots(job, shots)?;
         self.store
             .finish_formatting(&job.id, &formatted, task.seq, now_ms())?;
         self.queue.notify();
@@ -691,15 +700,31 @@ impl Pipeline {
     /// sound for audio-only) and the waveform's peaks, beside the upload. A failure is logged and
     /// leaves the job's result alone (the editor then shows no playback); a step repeated after a
     /// crash skips what is already there.
-    fn editor_media(&self, job: &JobRow, input: Option<&Path>) {
-        let Some(work) = &self.work else {
-            return;
-        };
-        let made =
-            crate::media::make_editor_media_from(self.media.as_ref(), &job.id, input, work.path());
-        if let Err(e) = made {
+    ///
+    /// The proxy's decoding also finds a video's shot changes, which are returned (with
+    /// `want_shots`, also when the proxy was made before: a step repeated after a crash).
+    fn editor_media(&self, job: &JobRow, input: Option<&Path>, want_shots: bool) -> Option<Shots> {
+        let work = self.work.as_ref()?;
+        let made = crate::media::make_editor_media_from(
+            self.media.as_ref(),
+            &job.id,
+            input,
+            work.path(),
+            want_shots,
+        );
+        if let Err(e) = made.made {
             tracing::warn!(job = %job.id, "editor media: {e}");
         }
+        made.shot_changes
+    }
+
+    /// Keeps a video's shot changes with its job, before the words that will be laid out to them.
+    fn store_shots(&self, job: &JobRow, shots: Option<Shots>) -> Result<(), StepError> {
+        if let Some(cuts) = shots {
+            tracing::info!(job = %job.id, shot_changes = cuts.len(), "shot changes");
+            self.store.set_shot_changes(&job.id, &cuts)?;
+        }
+        Ok(())
     }
 
     /// Keeps a running recognition's progress in the store for the people waiting (the project

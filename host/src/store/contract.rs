@@ -447,3 +447,28 @@ pub fn queue_stats(s: &dyn Store) {
     s.finish_task(second.seq).expect("finish");
     assert_eq!(stats(13_000), QueueStats::default());
 }
+
+/// A video job's shot changes are kept with the job, in order, replaced by a second write; an
+/// audio-only job (never written) has none, and a video without a cut an empty list.
+pub fn shot_changes(s: &dyn Store) {
+    use cuecraft_engine::Millis;
+    create_org(s);
+    s.insert_job(&job("video")).expect("insert");
+    s.insert_job(&job("audio")).expect("insert");
+    assert_eq!(
+        s.job("video").expect("job").expect("the job").shot_changes,
+        None
+    );
+    let cuts = [Millis(1200), Millis(2200), Millis(3_600_041)];
+    s.set_shot_changes("video", &cuts).expect("set");
+    let got = |id: &str| s.job(id).expect("job").expect("the job").shot_changes;
+    assert_eq!(got("video"), Some(cuts.to_vec()));
+    assert_eq!(got("audio"), None);
+    s.set_shot_changes("video", &[]).expect("set");
+    assert_eq!(got("video"), Some(Vec::new()));
+    s.set_shot_changes("video", &cuts[1..]).expect("set");
+    assert_eq!(got("video"), Some(cuts[1..].to_vec()));
+    // A job that does not exist is no error and makes nothing.
+    s.set_shot_changes("nobody", &cuts).expect("set");
+    assert!(s.job("nobody").expect("job").is_none());
+}

@@ -197,6 +197,33 @@ pub struct JobRow {
     /// The id of the request that created the job (`X-Request-Id`), for the log lines of its
     /// pipeline steps; none for jobs created before it was kept.
     pub request_id: Option<String>,
+    /// The shot changes of a video job (the first frame of each new shot, in order), found by the
+    /// pipeline's proxy pass; `None` for audio-only jobs, jobs made before they were found, and
+    /// a video whose picture could not be read (the layout then ignores the picture).
+    pub shot_changes: Option<Vec<cuecraft_engine::Millis>>,
+}
+
+/// A job's shot changes as stored (`jobs.shot_changes`): milliseconds, comma-separated, in
+/// order; the empty text for a video without a cut.
+pub fn encode_shot_changes(cuts: &[cuecraft_engine::Millis]) -> String {
+    let mut out = String::with_capacity(cuts.len() * 8);
+    for (k, c) in cuts.iter().enumerate() {
+        if k > 0 {
+            out.push(',');
+        }
+        out.push_str(&c.0.to_string());
+    }
+    out
+}
+
+/// [`encode_shot_changes`]'s text read back; a piece that is not a number is skipped.
+pub fn decode_shot_changes(text: Option<String>) -> Option<Vec<cuecraft_engine::Millis>> {
+    let text = text?;
+    Some(
+        text.split(',')
+            .filter_map(|n| n.trim().parse().ok().map(cuecraft_engine::Millis))
+            .collect(),
+    )
 }
 
 /// The work queue at one moment ([`Store::queue_stats`]).
@@ -774,6 +801,9 @@ pub trait Store: Send + Sync {
     /// Keeps how far a running job's recognition has come (one row per job, replaced each time;
     /// the pipeline writes it every few seconds while it recognises).
     fn set_progress(&self, job_id: &str, progress: &JobProgress) -> StoreResult<()>;
+    /// Keeps a video job's shot changes ([`JobRow::shot_changes`]), replacing any; written by the
+    /// pipeline before the job's words, so every layout of a ready job sees the same list.
+    fn set_shot_changes(&self, job_id: &str, cuts: &[cuecraft_engine::Millis]) -> StoreResult<()>;
     /// The last progress written for each of `job_ids` that has one (200 at most). Only a job
     /// that is still `transcribing` is running; the row of a finished job is its last word.
     fn progress(&self, job_ids: &[String]) -> StoreResult<Vec<(String, JobProgress)>>;

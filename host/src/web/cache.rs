@@ -30,6 +30,7 @@ pub struct Stored {
 pub struct ViewKey {
     pub settings: String,
     pub frame_rate: (u32, u32),
+    pub shots: Vec<cuecraft_engine::Millis>,
     pub source: Option<(String, i64)>,
 }
 

@@ -231,6 +231,8 @@ pub const MAIN: &[&str] = &[
     );",
     // 6: the id of the request that created the job (the SQLite store's migration 9).
     "ALTER TABLE jobs ADD COLUMN request_id TEXT;",
+    // 7: a video job's shot changes (the SQLite store's migration 10).
+    "ALTER TABLE jobs ADD COLUMN shot_changes TEXT;",
 ];
 
 /// Migrations of the ledger's schema `billing`, in order.

@@ -189,6 +189,7 @@ fn job_from_row(r: &Row) -> JobRow {
         updated_at: r.get(17),
         lead_in_frames: frame(r.get(18)).unwrap_or(0),
         request_id: r.get(19),
+        shot_changes: crate::store::decode_shot_changes(r.get(20)),
     }
 }
 
@@ -199,8 +200,8 @@ fn load_job(c: &mut Conn, id: &str) -> Result<Option<JobRow>, postgres::Error> {
     const SQL: &str =
         "SELECT id, org_id, name, filename, content_type, size_bytes, declared_seconds,
         measured_seconds, price_cents_per_minute, settings, status, error, language, frame_num,
-        frame_den, upload_expires_at, created_at, updated_at, lead_in_frames, request_id
-        FROM jobs WHERE id = $1";
+        frame_den, upload_expires_at, created_at, updated_at, lead_in_frames, request_id,
+        shot_changes FROM jobs WHERE id = $1";
     Ok(query_opt(c, SQL, &[&id])?.map(|r| job_from_row(&r)))
 }
 
@@ -1438,6 +1439,18 @@ impl Store for PostgresStore {
                 "INSERT INTO job_progress (job_id, share, seconds_left, at) VALUES ($1, $2, $3, $4)
                  ON CONFLICT (job_id) DO UPDATE SET share = $2, seconds_left = $3, at = $4",
                 &[&job_id, &p.share, &p.seconds_left, &p.at],
+            )
+            .map(|_| ())
+        })
+    }
+
+    fn set_shot_changes(&self, job_id: &str, cuts: &[cuecraft_engine::Millis]) -> StoreResult<()> {
+        let text = crate::store::encode_shot_changes(cuts);
+        self.main(|c| {
+            execute(
+                c,
+                "UPDATE jobs SET shot_changes = $1 WHERE id = $2",
+                &[&text, &job_id],
             )
             .map(|_| ())
         })

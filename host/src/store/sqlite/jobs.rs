@@ -11,7 +11,8 @@ use crate::store::{
 
 const JOB_COLUMNS: &str = "id, org_id, name, filename, content_type, size_bytes, declared_seconds,
     measured_seconds, price_cents_per_minute, settings, status, error, language, frame_num,
-    frame_den, upload_expires_at, created_at, updated_at, lead_in_frames, request_id";
+    frame_den, upload_expires_at, created_at, updated_at, lead_in_frames, request_id,
+    shot_changes";
 
 fn job_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<JobRow> {
     Ok(JobRow {
@@ -35,6 +36,7 @@ fn job_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<JobRow> {
         updated_at: r.get(17)?,
         lead_in_frames: r.get(18)?,
         request_id: r.get(19)?,
+        shot_changes: crate::store::decode_shot_changes(r.get(20)?),
     })
 }
 
@@ -408,6 +410,19 @@ pub fn release_task(
         "UPDATE queue SET worker = NULL, lease_until = ?1 WHERE seq = ?2 AND worker = ?3",
     )?
     .execute(params![not_before, seq, worker])?;
+    Ok(())
+}
+
+/// Sets a job's shot changes.
+pub fn set_shot_changes(
+    c: &Connection,
+    job_id: &str,
+    cuts: &[cuecraft_engine::Millis],
+) -> rusqlite::Result<()> {
+    c.execute(
+        "UPDATE jobs SET shot_changes = ?1 WHERE id = ?2",
+        params![crate::store::encode_shot_changes(cuts), job_id],
+    )?;
     Ok(())
 }
 

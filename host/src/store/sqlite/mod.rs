@@ -215,6 +215,9 @@ pub(crate) const MAIN_MIGRATIONS: &[&str] = &[
     // 9: the id of the request that created the job, written on the log lines of its pipeline
     // steps (NULL for jobs created before).
     "ALTER TABLE jobs ADD COLUMN request_id TEXT;",
+    // 10: a video job's shot changes (`Store::set_shot_changes`: milliseconds, comma-separated;
+    // NULL for audio-only jobs and jobs made before).
+    "ALTER TABLE jobs ADD COLUMN shot_changes TEXT;",
 ];
 
 /// Steps of migrations that SQL alone cannot take, run after that version's SQL in its
@@ -924,6 +927,10 @@ impl Store for SqliteStore {
         self.main(|c| jobs::set_progress(c, job_id, p))
     }
 
+    fn set_shot_changes(&self, job_id: &str, cuts: &[cuecraft_engine::Millis]) -> StoreResult<()> {
+        self.main(|c| jobs::set_shot_changes(c, job_id, cuts))
+    }
+
     fn progress(&self, job_ids: &[String]) -> StoreResult<Vec<(String, JobProgress)>> {
         self.main(|c| jobs::progress(c, job_ids))
     }
@@ -963,6 +970,12 @@ mod tests {
                 Ok(())
             })
             .expect("enqueue");
+    }
+
+    #[test]
+    fn the_sqlite_store_keeps_the_shot_changes_contract() {
+        let (_dir, s) = store();
+        crate::store::contract::shot_changes(&s);
     }
 
     #[test]

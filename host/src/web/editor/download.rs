@@ -3,13 +3,14 @@
 
 use std::sync::Arc;
 
-use cuecraft_engine::{apply_lead_in, layout, Millis, Word};
+use cuecraft_engine::{apply_lead_in, layout_with_shots, Millis, Word};
 use cuecraft_formats::{Format, WriteOptions};
 use hyper::header::{HeaderValue, CONTENT_DISPOSITION};
 use hyper::Response;
 
 use crate::api::results::{
-    content_disposition, file_tag, job_frame_rate, job_settings, subtitle_format, subtitle_response,
+    content_disposition, file_tag, job_frame_rate, job_settings, job_shot_changes,
+    subtitle_format, subtitle_response,
 };
 use crate::http::{App, Body};
 use crate::store::JobRow;
@@ -76,7 +77,7 @@ pub(super) fn lead_in_response(
 ) -> Result<Response<Body>, WebError> {
     let settings = job_settings(job).map_err(|e| WebError::Internal(e.message()))?;
     let frame_rate = job_frame_rate(job);
-    let mut cues = layout(words, &settings, frame_rate);
+    let mut cues = layout_with_shots(words, &settings, frame_rate, job_shot_changes(job));
     apply_lead_in(
         &mut cues,
         frame_rate,

@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
-use cuecraft_engine::{layout, Cue, Word};
+use cuecraft_engine::{layout, layout_with_shots, Cue, Word};
 use hyper::Response;
 use serde_json::{json, Value};
 
-use crate::api::results::{job_frame_rate, job_settings};
+use crate::api::results::{job_frame_rate, job_settings, job_shot_changes};
 use crate::http::{App, Body};
 use crate::store::{JobRow, Member};
 use crate::util::is_id;
@@ -94,7 +94,12 @@ pub async fn edit(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
             let key = view_key(c, &job, &tid)?;
             Ok(match cache::view(&tid, expected, &key) {
                 Some(v) => shown(&v.layout.cues),
-                None => shown(&layout(&stored.words, &settings, fr)),
+                None => shown(&layout_with_shots(
+                    &stored.words,
+                    &settings,
+                    fr,
+                    job_shot_changes(&job),
+                )),
             })
         };
         let mut merged = (0, 0);

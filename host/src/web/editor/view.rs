@@ -7,11 +7,11 @@
 use std::sync::Arc;
 
 use cuecraft_engine::qc::{check, QcStyle, Rule};
-use cuecraft_engine::{layout, Break, Cue, FrameRate, Layout, Settings, Word};
+use cuecraft_engine::{layout_with_shots, Break, Cue, FrameRate, Layout, Settings, Word};
 use hyper::Response;
 use serde_json::{json, Value};
 
-use crate::api::results::{job_frame_rate, job_settings};
+use crate::api::results::{job_frame_rate, job_settings, job_shot_changes};
 use crate::http::{App, Body};
 use crate::store::JobRow;
 use crate::util::rfc3339;
@@ -123,7 +123,7 @@ pub(super) fn build_view(
             view
         }
         None => {
-            let layout = Layout::new(words, settings, fr);
+            let layout = Layout::with_shots(words, settings, fr, &key.shots);
             let (warnings, counts) = signals(&layout.cues, (0, layout.cues.len()), &style, fr);
             let sources = source
                 .map(|s| overlapping_text(&layout.cues, s))
@@ -167,6 +167,7 @@ pub(super) fn view_key(
     Ok(ViewKey {
         settings: job.settings.clone(),
         frame_rate: (fr.num, fr.den),
+        shots: job_shot_changes(job).to_vec(),
         source: original.filter(|(id, _)| id != transcript_id),
     })
 }
@@ -189,7 +190,12 @@ pub(super) fn source_cues(
     };
     Ok(Some(match cache::view(&sid, srev, &own_key) {
         Some(v) => SourceCues::Kept(v),
-        None => SourceCues::Laid(layout(&sw.words, settings, job_frame_rate(job))),
+        None => SourceCues::Laid(layout_with_shots(
+            &sw.words,
+            settings,
+            job_frame_rate(job),
+            job_shot_changes(job),
+        )),
     }))
 }
 
@@ -256,6 +262,8 @@ pub(super) fn editor_json(
             "updatedAt": rfc3339(job.updated_at),
             "durationSeconds": job.measured_seconds.unwrap_or(job.declared_seconds),
             "frameRate": {"num": fr.num, "den": fr.den},
+            // Milliseconds of the first frame of each shot; the timeline draws them.
+            "shotChanges": job_shot_changes(job).iter().map(|m| m.0).collect::<Vec<_>>(),
         },
         "media": media,
         "peaks": match peak_levels {
@@ -533,7 +541,7 @@ mod tests {
                 ..Default::default()
             };
             let fr = cuecraft_engine::FrameRate::FPS_25;
-            let key = ViewKey { settings: String::new(), frame_rate: (25, 1), source: None };
+            let key = ViewKey { settings: String::new(), frame_rate: (25, 1), shots: Vec::new(), source: None };
             let old = build_view(&words, &settings, fr, None, key.clone(), None);
             let at = 1 + at % (words.len().max(2) - 1).max(1);
             let mut edited = words.clone();
