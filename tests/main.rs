@@ -17,6 +17,7 @@ mod ops;
 mod pipeline;
 mod postgres;
 mod scaleout;
+mod shots;
 mod speakers;
 mod web;
 mod workers;
