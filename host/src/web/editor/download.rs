@@ -9,8 +9,8 @@ use hyper::header::{HeaderValue, CONTENT_DISPOSITION};
 use hyper::Response;
 
 use crate::api::results::{
-    content_disposition, file_tag, job_frame_rate, job_settings, job_shot_changes,
-    subtitle_format, subtitle_response,
+    content_disposition, file_tag, job_frame_rate, job_settings, job_shot_changes, subtitle_format,
+    subtitle_response,
 };
 use crate::http::{App, Body};
 use crate::store::JobRow;
