@@ -584,8 +584,9 @@ impl Pipeline {
                 // failure keeps speaker 0 on every word and never fails the job.
                 .map(|mut recognition| {
                     if recognition.words.iter().all(|w| w.speaker == 0) {
+                        let began = std::time::Instant::now();
                         match speakers::label(&wav, &media, &mut recognition.words) {
-                            Ok(found) => tracing::info!(job = %job.id, speakers = found.speakers, mode = ?found.mode, "speakers"),
+                            Ok(found) => tracing::info!(job = %job.id, speakers = found.speakers, mode = ?found.mode, ms = began.elapsed().as_millis() as u64, "speakers"),
                             Err(e) => {
                                 recognition.words.iter_mut().for_each(|w| w.speaker = 0);
                                 tracing::warn!(job = %job.id, "speakers not found, all words are speaker 0: {e}");
