@@ -3,7 +3,7 @@
 //! show that the time grows linearly.
 
 use criterion::{criterion_group, BatchSize, BenchmarkId, Criterion, Throughput};
-use cuecraft_engine::{layout, FrameRate, Layout, Millis, Settings, Word};
+use cuecraft_engine::{layout, layout_with_shots, FrameRate, Layout, Millis, Settings, Word};
 
 /// A vocabulary with the shapes real transcripts have: short function words, longer content
 /// words, accented and non-Latin words, numbers.
@@ -110,6 +110,15 @@ fn transcript(hours: i64) -> Vec<Word> {
     words
 }
 
+/// A shot change every 4.37 s from 3.1 s on, for `hours` of media: about as many cuts as cues,
+/// so nearly every cue meets one.
+fn shot_changes(hours: i64) -> Vec<Millis> {
+    (0..)
+        .map(|k| Millis(3_100 + 4_370 * k))
+        .take_while(|t| t.0 < hours * 3_600_000)
+        .collect()
+}
+
 fn bench(c: &mut Criterion) {
     let ten = transcript(10);
     let smart = Settings::default();
@@ -125,6 +134,11 @@ fn bench(c: &mut Criterion) {
     });
     g.bench_with_input(BenchmarkId::new("greedy", ten.len()), &ten, |b, w| {
         b.iter_with_large_drop(|| layout(w, &greedy, FrameRate::FPS_25))
+    });
+    // A video job's layout: the same words timed to a shot change every 4.37 s (issue 24).
+    let cuts = shot_changes(10);
+    g.bench_with_input(BenchmarkId::new("smart_shots", ten.len()), &ten, |b, w| {
+        b.iter_with_large_drop(|| layout_with_shots(w, &smart, FrameRate::FPS_25, &cuts))
     });
     // What the editor keeps: the same layout with its state saved after every chunk.
     g.bench_with_input(BenchmarkId::new("smart_kept", ten.len()), &ten, |b, w| {
@@ -160,6 +174,12 @@ fn bench(c: &mut Criterion) {
         BenchmarkId::new("smart", hundred.len()),
         &hundred,
         |b, w| b.iter_with_large_drop(|| layout(w, &smart, FrameRate::FPS_25)),
+    );
+    let cuts = shot_changes(100);
+    g.bench_with_input(
+        BenchmarkId::new("smart_shots", hundred.len()),
+        &hundred,
+        |b, w| b.iter_with_large_drop(|| layout_with_shots(w, &smart, FrameRate::FPS_25, &cuts)),
     );
     g.finish();
 }

@@ -36,6 +36,11 @@ pub const INNER_COST: i64 = PACE_STEP + (PACE_SHARE * 0.015) as i64;
 pub const GUESSED_INNER_COST: i64 = 1000;
 /// A cue shorter than this (ms) flashes by: 5/6 s.
 pub const FLASH_MS: i64 = 833;
+/// A cue that flashes by (the next cue leaves it less than `FLASH_MS`) costs this more: a fault
+/// of its own however little it lacks, about as bad as a guessed sentence end inside a cue (so
+/// two pieces of an unpunctuated sentence join rather than flash), far less than a real one or
+/// an overrun.
+const FLASH_STEP: i64 = 900;
 
 /// Whether a new cue must start at unit `u` (u >= 1).
 #[inline]
@@ -466,12 +471,15 @@ fn rest_cost(
         let needed = (text * p.us_per_char + 999) / 1000;
         // Not beyond the next cue minus the gap even when the words run on: timing then pulls
         // the end back to keep the gap.
-        let avail = (e.room_end - sums.snap[i]).min(e.max_dur).max(1);
+        let room = e.room_end - sums.snap[i];
+        let avail = room.min(e.max_dur).max(1);
         // Worked out without branches: they would be mispredicted half of the time. When
         // `needed <= avail` the division gives 0.0, the term's value in that case.
         let shown = needed.max(span).max(p.min_dur).min(avail);
         let flash = if p.avoid_flash && shown < FLASH_MS {
-            FLASH_MS - shown
+            // Timing keeps a cue up for 5/6 s where the next cue leaves room: only a cue
+            // without that room really flashes.
+            FLASH_MS - shown + if room < FLASH_MS { FLASH_STEP } else { 0 }
         } else {
             0
         };
