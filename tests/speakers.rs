@@ -292,3 +292,235 @@ fn silence_and_one_word_are_ready_never_failed() {
         assert!(got.iter().all(|c| c["speaker"] == 0), "{language}: {body}");
     }
 }
+
+/// The editor's words of a ready job replaced by `words` (stored form), before the editor has
+/// read them.
+fn store_words(server: &Server, id: &str, words: &[Value]) {
+    let list = Value::Array(words.to_vec()).to_string();
+    let original =
+        format!("SELECT id FROM transcripts WHERE job_id = '{id}' AND kind = 'original'");
+    server.sql(&format!(
+        "DELETE FROM word_pages WHERE transcript_id IN ({original});
+         INSERT INTO word_pages (transcript_id, page, n, words)
+         SELECT id, 0, {}, '{}' FROM transcripts WHERE id IN ({original})",
+        words.len(),
+        &list[1..list.len() - 1]
+    ));
+}
+
+/// Speakers in the editor (issue 23 item 4): set the speaker of a cue, of several cues and of a
+/// turn, merge two speakers, name them. Each operation is one revision whose other cues the API
+/// serves byte for byte as before; one that changes nothing is refused and writes no revision; a
+/// speaker a person set is marked on its words; undo brings the speakers back; names are the
+/// project's (no revision) and, as docs/decisions/formats.md decides, reach no file: the
+/// editor's downloads stay equal to the API's.
+#[test]
+fn the_editor_sets_merges_and_names_speakers_one_revision_each() {
+    use crate::web::{ready_job, Web};
+    let server = Server::start(&RATE);
+    let org = server.org(10_000, &[]);
+    let id = ready_job(&server, &org.key, "panel", &server.tone(12), "audio/wav");
+    // Six sentences of four words, speakers 0 1 1 0 2 0, 600 ms between sentences: a cue each.
+    let turns = [0, 1, 1, 0, 2, 0];
+    let mut words = Vec::new();
+    let mut t = 0;
+    for (s, p) in turns.iter().enumerate() {
+        for k in 0..4 {
+            let text = if k == 3 {
+                format!("end{s}.")
+            } else {
+                format!("word{k}")
+            };
+            words.push(json!({"t": text, "s": t, "e": t + 300, "p": p}));
+            t += 350;
+        }
+        t += 600;
+    }
+    store_words(&server, &id, &words);
+    let web = Web::sign_in(&server, &org.owner);
+    let data = web.get_json(&format!("/editor/{id}/data")).json();
+    let cues = data["cues"].as_array().expect("cues").clone();
+    assert_eq!(cues.len(), 6, "{data}");
+    let range = |k: usize| (cues[k]["from"].clone(), cues[k]["to"].clone());
+    let api_cues = || -> Vec<String> {
+        let r = server.get(&org.key, &format!("/v1/jobs/{id}/transcript"));
+        assert_eq!(r.status, 200, "{}", r.text());
+        r.json()["cues"]
+            .as_array()
+            .expect("cues")
+            .iter()
+            .map(Value::to_string)
+            .collect()
+    };
+    let speakers = |cues: &[String]| -> Vec<u64> {
+        cues.iter()
+            .map(|c| {
+                serde_json::from_str::<Value>(c).expect("cue")["speaker"]
+                    .as_u64()
+                    .unwrap_or(99)
+            })
+            .collect()
+    };
+    let revisions = || {
+        web.get_json(&format!("/editor/{id}/revisions")).json()["revisions"]
+            .as_array()
+            .map_or(0, |r| r.len())
+    };
+    let rev = std::cell::Cell::new(0i64);
+    // One operation: 200, one revision more, and only the cues in `changed` differ at the API.
+    let edit = |op: Value, changed: &[usize]| -> Value {
+        let before = api_cues();
+        let old = rev.get();
+        let mut body = op;
+        body["revision"] = json!(rev.get());
+        let r = web.post_json(&format!("/editor/{id}/edit"), &body);
+        assert_eq!(r.status, 200, "{body}: {}", r.text());
+        let d = r.json();
+        rev.set(d["transcript"]["revision"].as_i64().expect("revision"));
+        assert_eq!(rev.get(), old + 1, "{body}: one revision");
+        let after = api_cues();
+        assert_eq!(after.len(), before.len(), "{body}");
+        for k in 0..before.len() {
+            if changed.contains(&k) {
+                assert_ne!(after[k], before[k], "{body}: cue {k} should change");
+            } else {
+                assert_eq!(
+                    after[k], before[k],
+                    "{body}: cue {k} untouched, byte for byte"
+                );
+            }
+        }
+        d
+    };
+    // A cue.
+    let (from, to) = range(1);
+    let d = edit(
+        json!({"op": "speaker", "from": from, "to": to, "speaker": 3}),
+        &[1],
+    );
+    assert_eq!(speakers(&api_cues()), [0, 3, 1, 0, 2, 0]);
+    // Its words are marked as set by a person; the other cues' words are not.
+    let marked = |d: &Value, k: usize| -> Vec<bool> {
+        d["cues"][k]["words"]
+            .as_array()
+            .expect("words")
+            .iter()
+            .map(|w| w["set"] == true)
+            .collect()
+    };
+    let full = web.get_json(&format!("/editor/{id}/data")).json();
+    assert_eq!(marked(&full, 1), [true; 4]);
+    assert_eq!(marked(&full, 2), [false; 4]);
+    assert_eq!(d["transcript"]["revision"], 1);
+    // The same again changes nothing: refused, and no revision.
+    let n = revisions();
+    let r = web.post_json(
+        &format!("/editor/{id}/edit"),
+        &json!({"revision": rev.get(), "op": "speaker", "from": from, "to": to, "speaker": 3}),
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(r.json()["error"], "That changes nothing.");
+    assert_eq!(revisions(), n);
+    // Two cues at once (the selection of cues 3 and 4).
+    let (from, _) = range(3);
+    let (_, to) = range(4);
+    edit(
+        json!({"op": "speaker", "from": from, "to": to, "speaker": 1}),
+        &[3, 4],
+    );
+    assert_eq!(speakers(&api_cues()), [0, 3, 1, 1, 1, 0]);
+    // A turn: from cue 2's first word to the next speaker change runs over cues 2, 3 and 4.
+    let (at, _) = range(2);
+    edit(
+        json!({"op": "speakerturn", "at": at, "speaker": 4}),
+        &[2, 3, 4],
+    );
+    assert_eq!(speakers(&api_cues()), [0, 3, 4, 4, 4, 0]);
+    // Merge speaker 4 into 3: every word of it, one revision.
+    edit(
+        json!({"op": "mergespeakers", "speaker": 4, "into": 3}),
+        &[2, 3, 4],
+    );
+    assert_eq!(speakers(&api_cues()), [0, 3, 3, 3, 3, 0]);
+    let n = revisions();
+    let r = web.post_json(
+        &format!("/editor/{id}/edit"),
+        &json!({"revision": rev.get(), "op": "mergespeakers", "speaker": 4, "into": 3}),
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(
+        revisions(),
+        n,
+        "merging a speaker without words writes no revision"
+    );
+    // Undo brings the speakers of before the merge back.
+    let r = web.post_json(
+        &format!("/editor/{id}/restore"),
+        &json!({"revision": rev.get(), "restore": rev.get() - 1, "note": "undo"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    rev.set(
+        r.json()["transcript"]["revision"]
+            .as_i64()
+            .expect("revision"),
+    );
+    assert_eq!(speakers(&api_cues()), [0, 3, 4, 4, 4, 0]);
+    // Names: the project's, no revision; the data lists every speaker the words have.
+    let downloads = |w: &Web| -> Vec<(Vec<u8>, Vec<u8>)> {
+        ["srt", "vtt", "ttml", "ass", "ebu-stl"]
+            .iter()
+            .map(|f| {
+                let api = server.get(&org.key, &format!("/v1/jobs/{id}/subtitles?format={f}"));
+                let ed = w.get(&format!("/editor/{id}/download?format={f}"));
+                assert_eq!(api.status, 200, "{f}: {}", api.text());
+                assert_eq!(ed.status, 200, "{f}: {}", ed.text());
+                (api.body, ed.body)
+            })
+            .chain(std::iter::once({
+                let t = server.get(&org.key, &format!("/v1/jobs/{id}/transcript?format=text"));
+                (t.body.clone(), t.body)
+            }))
+            .collect()
+    };
+    let before = downloads(&web);
+    let n = revisions();
+    let updated =
+        |w: &Web| w.get_json(&format!("/editor/{id}/data")).json()["job"]["updatedAt"].clone();
+    let was = updated(&web);
+    let r = web.post_json(
+        &format!("/editor/{id}/speakers"),
+        &json!({"revision": rev.get(), "names": {"3": " Anna ", "4": "Ben"}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let d = r.json();
+    assert_eq!(d["speakers"]["names"], json!({"3": "Anna", "4": "Ben"}));
+    assert_eq!(
+        d["speakers"]["used"],
+        json!([{"speaker": 0, "words": 8}, {"speaker": 3, "words": 4}, {"speaker": 4, "words": 12}])
+    );
+    assert_eq!(revisions(), n, "a name is no revision");
+    assert_ne!(updated(&web), was, "a name moves the project's updatedAt");
+    // A name taken away, one kept; nonsense refused.
+    let r = web.post_json(
+        &format!("/editor/{id}/speakers"),
+        &json!({"names": {"4": ""}}),
+    );
+    assert_eq!(r.json()["speakers"]["names"], json!({"3": "Anna"}));
+    for bad in [
+        json!({"names": {"x": "A"}}),
+        json!({"names": {"1": "a\nb"}}),
+        json!({"names": 3}),
+    ] {
+        let r = web.post_json(&format!("/editor/{id}/speakers"), &bad);
+        assert_eq!(r.status, 400, "{bad}: {}", r.text());
+    }
+    // Names reach no file yet: every download as before, and the editor's equal to the API's.
+    let after = downloads(&web);
+    for ((api, ed), (api0, _)) in after.iter().zip(&before) {
+        assert!(
+            api == ed,
+            "the editor's download equals the API's byte for byte"
+        );
+        assert!(api == api0, "names change no file");
+    }
+}

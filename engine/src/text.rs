@@ -122,6 +122,7 @@ pub fn apply_vocabulary(words: &[Word], terms: &[String]) -> Vec<Word> {
                     start: first.start,
                     end: last.end.max(first.start),
                     speaker: first.speaker,
+                    speaker_set: first.speaker_set,
                     break_after: last.break_after,
                 });
                 i += len;

@@ -30,6 +30,9 @@ pub struct Word {
     pub end: Millis,
     /// Speaker number as the recogniser labelled it (0 when unknown).
     pub speaker: u32,
+    /// The speaker was set by a person (in the editor), not by a recogniser or diarization: a
+    /// re-detection of speakers keeps it.
+    pub speaker_set: bool,
     /// A manual break after this word, if an editor set one.
     pub break_after: Option<Break>,
 }
@@ -42,6 +45,7 @@ impl Word {
             start,
             end,
             speaker,
+            speaker_set: false,
             break_after: None,
         }
     }

@@ -17,6 +17,8 @@ struct StoredIn<'a> {
     s: i64,
     e: i64,
     p: u64,
+    #[serde(default)]
+    h: bool,
     #[serde(default, borrow)]
     b: Option<std::borrow::Cow<'a, str>>,
 }
@@ -28,11 +30,14 @@ struct StoredOut<'a> {
     s: i64,
     e: i64,
     p: u32,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    h: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     b: Option<&'static str>,
 }
 
-/// Encodes words for storage: `[{"t":text,"s":ms,"e":ms,"p":speaker,"b":"line"|"cue"}]`.
+/// Encodes words for storage: `[{"t":text,"s":ms,"e":ms,"p":speaker,"h":true,"b":"line"|"cue"}]`
+/// (`h` only on a speaker a person set, `Word::speaker_set`).
 /// Serialized straight from the words (no JSON tree): a 10-hour transcript is 100,000 of them.
 pub fn encode(words: &[Word]) -> String {
     let list: Vec<StoredOut<'_>> = words
@@ -42,6 +47,7 @@ pub fn encode(words: &[Word]) -> String {
             s: w.start.0,
             e: w.end.0,
             p: w.speaker,
+            h: w.speaker_set,
             b: w.break_after.map(|b| match b {
                 Break::Line => "line",
                 Break::Cue => "cue",
@@ -109,6 +115,7 @@ pub fn decode(stored: &str) -> Option<Vec<Word>> {
     list.into_iter()
         .map(|w| {
             let mut word = Word::new(&*w.t, Millis(w.s), Millis(w.e), u32::try_from(w.p).ok()?);
+            word.speaker_set = w.h;
             word.break_after = match w.b.as_deref() {
                 Some("line") => Some(Break::Line),
                 Some("cue") => Some(Break::Cue),
@@ -131,6 +138,7 @@ mod tests {
             Word::new("wörld \"x\"", Millis(500), Millis(900), 3),
         ];
         words[0].break_after = Some(Break::Line);
+        words[1].speaker_set = true;
         assert_eq!(decode(&encode(&words)), Some(words));
         assert_eq!(decode("{}"), None);
     }

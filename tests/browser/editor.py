@@ -456,6 +456,81 @@ def the_timeline(page):
     page.screenshot(path=cfg["shots"] + "/editor-audio-720.png")
 
 
+def contrast(a, b):
+    """WCAG contrast of two CSS rgb() colours."""
+    def lum(c):
+        r, g, b_ = [int(x) / 255 for x in re.findall(r"\d+", c)[:3]]
+        f = lambda v: v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4
+        return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b_)
+    hi, lo = sorted([lum(a), lum(b)], reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def speakers(page):
+    """Speakers (issue 23 item 4), on the job uploaded from the list (one voice, two cues): a
+    name typed in the Speakers panel shows in the cue list and the text transcript, a digit key
+    sets the selected cue's speaker (one revision), a merge asks first and makes the two one,
+    undo brings the second back; each speaker's colour stripe has >= 3:1 against the list."""
+    job = cfg["pending"]["id"]
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(BASE + "/editor/" + job)
+    expect(page.locator("li.cue")).to_have_count(2)
+    revision(page, 0)
+    first, second = page.locator("li.cue").nth(0), page.locator("li.cue").nth(1)
+    expect(first.locator(".speaker")).to_contain_text("Speaker 0")
+
+    step("speakers: a name typed in the panel shows in the list and the text transcript")
+    name0 = page.locator('#speaker-list input[data-speaker="0"]')
+    name0.fill("Anna")
+    name0.press("Enter")
+    expect(first.locator(".speaker")).to_have_text("Anna · ")
+    expect(second.locator(".speaker")).to_have_text("Anna · ")
+    page.click("#speaker-text-panel summary")
+    expect(page.locator("#speaker-text p")).to_have_count(1)
+    expect(page.locator("#speaker-text p").first).to_contain_text("Anna: Hello world.")
+    revision(page, 0)  # a name is the project's, not a revision
+    data = json.loads(page.evaluate(f"fetch('/editor/{job}/data').then((r) => r.text())"))
+    assert data["speakers"]["names"] == {"0": "Anna"}, data["speakers"]
+
+    step("speakers: the digit 1 on the second cue makes it speaker 1 (one revision, marked as set)")
+    second.click()
+    page.keyboard.press("1")
+    revision(page, 1)
+    expect(second.locator(".speaker")).to_have_text("Speaker 1 · ")
+    expect(first.locator(".speaker")).to_have_text("Anna · ")
+    speakers_api = [c["speaker"] for c in json.loads(api(f"/v1/jobs/{job}/transcript"))["cues"]]
+    assert speakers_api == [0, 1], speakers_api
+    name1 = page.locator('#speaker-list input[data-speaker="1"]')
+    name1.fill("Ben")
+    name1.press("Enter")
+    expect(second.locator(".speaker")).to_have_text("Ben · ")
+    expect(page.locator("#speaker-text p")).to_have_count(2)
+    expect(page.locator("#speaker-text p").nth(1)).to_contain_text("Ben: ")
+    # Not colour alone: the name is there; and the colours differ, each >= 3:1 on the list.
+    stripes = page.evaluate("""Array.from(document.querySelectorAll('li.cue')).map((li) =>
+        [getComputedStyle(li).borderLeftColor, getComputedStyle(document.getElementById('cues')).backgroundColor])""")
+    assert stripes[0][0] != stripes[1][0], stripes
+    for colour, background in stripes:
+        assert contrast(colour, background) >= 3, (colour, background, contrast(colour, background))
+    page.wait_for_timeout(200)
+    page.screenshot(path=cfg["shots"] + "/editor-speakers.png", full_page=True)
+
+    step("speakers: merging Ben into Anna asks first, then both cues are Anna's; undo")
+    page.select_option("#merge-from", "1")
+    page.select_option("#merge-into", "0")
+    page.click("#merge-speakers")
+    expect(page.locator("#confirm-text")).to_contain_text("Merge Ben into Anna?")
+    page.click("#confirm-ok")
+    revision(page, 2)
+    expect(second.locator(".speaker")).to_have_text("Anna · ")
+    expect(page.locator("#speaker-text p")).to_have_count(1)
+    speakers_api = [c["speaker"] for c in json.loads(api(f"/v1/jobs/{job}/transcript"))["cues"]]
+    assert speakers_api == [0, 0], speakers_api
+    page.keyboard.press("Control+z")
+    revision(page, 3)
+    expect(second.locator(".speaker")).to_have_text("Ben · ")
+
+
 with sync_playwright() as pw:
     # A fresh profile directory per run (Playwright passes it as --user-data-dir).
     ctx = pw.chromium.launch_persistent_context(
@@ -824,6 +899,7 @@ with sync_playwright() as pw:
 
     nothing_lost(page, ctx, errors)
     the_timeline(page)
+    speakers(page)
 
     assert not errors, errors
     ctx.close()

@@ -472,3 +472,37 @@ pub fn shot_changes(s: &dyn Store) {
     s.set_shot_changes("nobody", &cuts).expect("set");
     assert!(s.job("nobody").expect("job").is_none());
 }
+
+/// A project's speaker names are kept with the job, replaced whole by each write (a name taken
+/// away is gone), text of any script kept exactly; each write moves `updatedAt` on; a job never
+/// named has none.
+pub fn speaker_names(s: &dyn Store) {
+    use crate::store::SpeakerNames;
+    create_org(s);
+    s.insert_job(&job("named")).expect("insert");
+    s.insert_job(&job("other")).expect("insert");
+    let got = |id: &str| s.job(id).expect("job").expect("the job");
+    assert!(got("named").speaker_names.is_empty());
+    let before = got("named").updated_at;
+    let names: SpeakerNames = [
+        (0, "Anna".to_string()),
+        (7, "Jürgen \"JJ\" Öz, 李".to_string()),
+    ]
+    .into_iter()
+    .collect();
+    s.set_speaker_names("named", &names, before).expect("set");
+    let after = got("named");
+    assert_eq!(after.speaker_names, names);
+    assert!(after.updated_at > before, "updatedAt moves on");
+    assert!(got("other").speaker_names.is_empty());
+    let fewer: SpeakerNames = [(7, "Ben".to_string())].into_iter().collect();
+    s.set_speaker_names("named", &fewer, 0).expect("set");
+    assert_eq!(got("named").speaker_names, fewer);
+    assert!(got("named").updated_at > after.updated_at);
+    s.set_speaker_names("named", &SpeakerNames::new(), 0)
+        .expect("set");
+    assert!(got("named").speaker_names.is_empty());
+    // A job that does not exist is no error and makes nothing.
+    s.set_speaker_names("nobody", &names, 0).expect("set");
+    assert!(s.job("nobody").expect("job").is_none());
+}

@@ -201,6 +201,40 @@ pub struct JobRow {
     /// pipeline's proxy pass; `None` for audio-only jobs, jobs made before they were found, and
     /// a video whose picture could not be read (the layout then ignores the picture).
     pub shot_changes: Option<Vec<cuecraft_engine::Millis>>,
+    /// The project's speaker names, set in the editor ("Speaker 2" is "Anna"): by speaker
+    /// number, in order; a speaker without one is shown by its number.
+    pub speaker_names: SpeakerNames,
+}
+
+/// A project's speaker names by speaker number ([`JobRow::speaker_names`]).
+pub type SpeakerNames = std::collections::BTreeMap<u32, String>;
+
+/// Speaker names as stored (`jobs.speaker_names`): a JSON object `{"2":"Anna"}`; `None` (NULL)
+/// for none.
+pub fn encode_speaker_names(names: &SpeakerNames) -> Option<String> {
+    if names.is_empty() {
+        return None;
+    }
+    let map: serde_json::Map<String, serde_json::Value> = names
+        .iter()
+        .map(|(k, v)| (k.to_string(), serde_json::Value::from(v.as_str())))
+        .collect();
+    Some(serde_json::Value::Object(map).to_string())
+}
+
+/// [`encode_speaker_names`]'s text read back; an entry that is not a number and a text is
+/// skipped.
+pub fn decode_speaker_names(text: Option<String>) -> SpeakerNames {
+    let Some(v) = text.and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok()) else {
+        return SpeakerNames::new();
+    };
+    v.as_object()
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.parse().ok()?, v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// A job's shot changes as stored (`jobs.shot_changes`): milliseconds, comma-separated, in
@@ -804,6 +838,9 @@ pub trait Store: Send + Sync {
     /// Keeps a video job's shot changes ([`JobRow::shot_changes`]), replacing any; written by the
     /// pipeline before the job's words, so every layout of a ready job sees the same list.
     fn set_shot_changes(&self, job_id: &str, cuts: &[cuecraft_engine::Millis]) -> StoreResult<()>;
+    /// Replaces the project's speaker names ([`JobRow::speaker_names`]) and moves the job's
+    /// `updatedAt` on by at least 1 ms, as an edit does.
+    fn set_speaker_names(&self, job_id: &str, names: &SpeakerNames, now: i64) -> StoreResult<()>;
     /// The last progress written for each of `job_ids` that has one (200 at most). Only a job
     /// that is still `transcribing` is running; the row of a finished job is its last word.
     fn progress(&self, job_ids: &[String]) -> StoreResult<Vec<(String, JobProgress)>>;

@@ -324,6 +324,11 @@ const ASSETS: &[(&str, &str, &str)] = &[
         "text/javascript; charset=utf-8",
         include_str!("assets/timeline.js"),
     ),
+    (
+        "speakers.js",
+        "text/javascript; charset=utf-8",
+        include_str!("assets/speakers.js"),
+    ),
 ];
 
 fn asset(name: &str) -> Result<Response<Body>, WebError> {
@@ -473,6 +478,7 @@ async fn route(app: &Arc<App>, req: &WebRequest) -> Result<Response<Body>, WebEr
         ["editor", id, "edit"] if post => editor::edit(app, req, id).await,
         ["editor", id, "restore"] if post => editor::restore(app, req, id).await,
         ["editor", id, "settings"] if post => editor::settings(app, req, id).await,
+        ["editor", id, "speakers"] if post => editor::speakers(app, req, id).await,
         ["editor", id, "translations"] if post => editor::add_translation(app, req, id).await,
         [""]
         | ["assets", _]

@@ -233,6 +233,8 @@ pub const MAIN: &[&str] = &[
     "ALTER TABLE jobs ADD COLUMN request_id TEXT;",
     // 7: a video job's shot changes (the SQLite store's migration 10).
     "ALTER TABLE jobs ADD COLUMN shot_changes TEXT;",
+    // 8: the project's speaker names (the SQLite store's migration 11).
+    "ALTER TABLE jobs ADD COLUMN speaker_names TEXT;",
 ];
 
 /// Migrations of the ledger's schema `billing`, in order.

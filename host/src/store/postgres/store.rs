@@ -190,6 +190,7 @@ fn job_from_row(r: &Row) -> JobRow {
         lead_in_frames: frame(r.get(18)).unwrap_or(0),
         request_id: r.get(19),
         shot_changes: crate::store::decode_shot_changes(r.get(20)),
+        speaker_names: crate::store::decode_speaker_names(r.get(21)),
     }
 }
 
@@ -201,7 +202,7 @@ fn load_job(c: &mut Conn, id: &str) -> Result<Option<JobRow>, postgres::Error> {
         "SELECT id, org_id, name, filename, content_type, size_bytes, declared_seconds,
         measured_seconds, price_cents_per_minute, settings, status, error, language, frame_num,
         frame_den, upload_expires_at, created_at, updated_at, lead_in_frames, request_id,
-        shot_changes FROM jobs WHERE id = $1";
+        shot_changes, speaker_names FROM jobs WHERE id = $1";
     Ok(query_opt(c, SQL, &[&id])?.map(|r| job_from_row(&r)))
 }
 
@@ -1451,6 +1452,24 @@ impl Store for PostgresStore {
                 c,
                 "UPDATE jobs SET shot_changes = $1 WHERE id = $2",
                 &[&text, &job_id],
+            )
+            .map(|_| ())
+        })
+    }
+
+    fn set_speaker_names(
+        &self,
+        job_id: &str,
+        names: &crate::store::SpeakerNames,
+        now: i64,
+    ) -> StoreResult<()> {
+        let text = crate::store::encode_speaker_names(names);
+        self.main(|c| {
+            execute(
+                c,
+                "UPDATE jobs SET speaker_names = $1, updated_at = GREATEST($2, updated_at + 1)
+                 WHERE id = $3",
+                &[&text, &now, &job_id],
             )
             .map(|_| ())
         })

@@ -759,6 +759,12 @@ fn the_postgres_store_keeps_the_idempotency_contract() {
 }
 
 #[test]
+fn the_postgres_store_keeps_the_speaker_names_contract() {
+    let db = fresh();
+    crate::store::contract::speaker_names(&store(&db));
+}
+
+#[test]
 fn the_postgres_store_keeps_the_shot_changes_contract() {
     let db = fresh();
     crate::store::contract::shot_changes(&store(&db));

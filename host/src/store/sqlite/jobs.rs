@@ -12,7 +12,7 @@ use crate::store::{
 const JOB_COLUMNS: &str = "id, org_id, name, filename, content_type, size_bytes, declared_seconds,
     measured_seconds, price_cents_per_minute, settings, status, error, language, frame_num,
     frame_den, upload_expires_at, created_at, updated_at, lead_in_frames, request_id,
-    shot_changes";
+    shot_changes, speaker_names";
 
 fn job_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<JobRow> {
     Ok(JobRow {
@@ -37,6 +37,7 @@ fn job_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<JobRow> {
         lead_in_frames: r.get(18)?,
         request_id: r.get(19)?,
         shot_changes: crate::store::decode_shot_changes(r.get(20)?),
+        speaker_names: crate::store::decode_speaker_names(r.get(21)?),
     })
 }
 
@@ -422,6 +423,20 @@ pub fn set_shot_changes(
     c.execute(
         "UPDATE jobs SET shot_changes = ?1 WHERE id = ?2",
         params![crate::store::encode_shot_changes(cuts), job_id],
+    )?;
+    Ok(())
+}
+
+/// Replaces a job's speaker names, `updated_at` moved on.
+pub fn set_speaker_names(
+    c: &Connection,
+    job_id: &str,
+    names: &crate::store::SpeakerNames,
+    now: i64,
+) -> rusqlite::Result<()> {
+    c.execute(
+        "UPDATE jobs SET speaker_names = ?1, updated_at = MAX(?2, updated_at + 1) WHERE id = ?3",
+        params![crate::store::encode_speaker_names(names), now, job_id],
     )?;
     Ok(())
 }

@@ -218,6 +218,9 @@ pub(crate) const MAIN_MIGRATIONS: &[&str] = &[
     // 10: a video job's shot changes (`Store::set_shot_changes`: milliseconds, comma-separated;
     // NULL for audio-only jobs and jobs made before).
     "ALTER TABLE jobs ADD COLUMN shot_changes TEXT;",
+    // 11: the project's speaker names (`Store::set_speaker_names`: a JSON object by speaker
+    // number; NULL for none).
+    "ALTER TABLE jobs ADD COLUMN speaker_names TEXT;",
 ];
 
 /// Steps of migrations that SQL alone cannot take, run after that version's SQL in its
@@ -931,6 +934,15 @@ impl Store for SqliteStore {
         self.main(|c| jobs::set_shot_changes(c, job_id, cuts))
     }
 
+    fn set_speaker_names(
+        &self,
+        job_id: &str,
+        names: &crate::store::SpeakerNames,
+        now: i64,
+    ) -> StoreResult<()> {
+        self.main(|c| jobs::set_speaker_names(c, job_id, names, now))
+    }
+
     fn progress(&self, job_ids: &[String]) -> StoreResult<Vec<(String, JobProgress)>> {
         self.main(|c| jobs::progress(c, job_ids))
     }
@@ -970,6 +982,12 @@ mod tests {
                 Ok(())
             })
             .expect("enqueue");
+    }
+
+    #[test]
+    fn the_sqlite_store_keeps_the_speaker_names_contract() {
+        let (_dir, s) = store();
+        crate::store::contract::speaker_names(&s);
     }
 
     #[test]

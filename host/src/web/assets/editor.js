@@ -3,6 +3,7 @@
 // else saved first). Undo, redo and restore save an earlier revision's words as a new revision.
 
 import { Timeline } from "./timeline.js";
+import { Speakers } from "./speakers.js";
 
 const root = document.getElementById("editor");
 const jobId = root.dataset.job;
@@ -137,6 +138,7 @@ function apply(data) {
   const qc = data.qc;
   $("qc").textContent = qc ? `${qc.errors} errors · ${qc.warnings} warnings` : "";
   renderDownloads();
+  speakers.render(); // speakers.js: the Speakers panel and the text transcript
   setupMedia();
   updateFind();
   updateUndo();
@@ -266,7 +268,7 @@ function renderCue(cue, k) {
     el("span", { class: "times", text: `${showTimeText(cue.start)}\n${showTimeText(cue.end)}\n${((cue.end - cue.start) / 1000).toFixed(2)} s · ${cps(cue).toFixed(0)} CPS` }),
     text,
   );
-  text.prepend(el("span", { class: "speaker", text: `Speaker ${cue.speaker} · ` }));
+  text.prepend(speakers.label(cue, li)); // speakers.js: names and colours
   if (cue.source !== undefined) {
     li.append(el("div", { class: "source", text: cue.source, title: "The original over the same time" }));
   }
@@ -329,6 +331,7 @@ function markSelection() {
   }
   const cue = state.data?.cues[state.cue];
   if (cue) $("speaker").value = String(cue.speaker);
+  speakers.marked(); // speakers.js: a Shift+click selection of cues
   updateCuebar();
 }
 
@@ -1221,6 +1224,7 @@ const timeline = (() => {
       seek(ms);
     },
     onEdge: (k, edge, ms) => ops.setTime(k, edge, ms),
+    paintCue: (g, c, a, b, h) => speakers.paintCue(g, c, a, b, h), // speakers.js
   });
 })();
 
@@ -1369,7 +1373,7 @@ $("start-minus").addEventListener("click", () => ops.nudge("start", -1));
 $("start-plus").addEventListener("click", () => ops.nudge("start", 1));
 $("end-minus").addEventListener("click", () => ops.nudge("end", -1));
 $("end-plus").addEventListener("click", () => ops.nudge("end", 1));
-$("speaker-cue").addEventListener("click", () => ops.speaker(false));
+$("speaker-cue").addEventListener("click", () => speakers.setSelection(Number($("speaker").value)));
 $("speaker-all").addEventListener("click", () => ops.speaker(true));
 // Enter in Find finds the next; Enter in "Replace with" (or the button) replaces all, after the
 // preview.
@@ -1520,5 +1524,8 @@ document.addEventListener("keydown", (e) => {
     default:
   }
 });
+
+// Speakers (speakers.js): names, colours, setting and merging speakers.
+const speakers = new Speakers({ state, $, el, act, edit, post, apply, keepSelection, confirmBox, info, problem, currentCue });
 
 load();

@@ -396,6 +396,7 @@ export class Timeline {
         g.fillStyle = "#fff";
         g.fillText(label, a + 3, RULER + 4);
       }
+      this.opts.paintCue?.(g, c, a, b, h); // the speaker's band and name (speakers.js)
     });
   }
 

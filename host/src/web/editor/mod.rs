@@ -13,6 +13,8 @@
 //! - `history`: the revision list, restore/undo/redo; `entries`: the history's entries (splices,
 //!   settings and lead-in changes), replayed to any revision.
 //! - `settings`: the layout settings and the lead-in, changed as a revision.
+//! - `speakers`: the project's speaker names and the speaker operations (a cue, a selection,
+//!   a turn, merging two speakers).
 //! - `translations`: adding a translation (a copy of the original or an imported file).
 //!
 //! Every edit names the transcript's revision it was made on; the server applies it to the stored
@@ -30,6 +32,7 @@ mod page;
 mod peaks;
 mod save;
 mod settings;
+mod speakers;
 mod timing;
 mod translations;
 mod view;
@@ -52,6 +55,7 @@ pub use media::media;
 pub use page::page;
 pub use peaks::peaks;
 pub use settings::settings;
+pub use speakers::speakers;
 pub use translations::add_translation;
 pub use view::data;
 

@@ -1,5 +1,5 @@
 //! The edit operations on a transcript's stored words (`apply_op`): text, split, merge, line
-//! break, move a word, speaker, replace (timing is `timing`). Each answers the note the history
+//! break, move a word, speaker (`speakers`), replace (timing is `timing`). Each answers the note the history
 //! shows.
 
 use cuecraft_engine::{Break, Millis, Word};
@@ -173,27 +173,7 @@ pub fn apply_op(words: &mut Vec<Word>, op: &Value) -> Result<String, WebError> {
                 Ok("Moved a word back from the next cue".into())
             }
         }
-        "speaker" => {
-            let (from, to) = range(words)?;
-            let speaker = op
-                .get("speaker")
-                .and_then(Value::as_u64)
-                .and_then(|s| u32::try_from(s).ok())
-                .filter(|s| *s < 100)
-                .ok_or_else(|| WebError::BadRequest("`speaker` must be 0 to 99.".into()))?;
-            if op.get("everywhere").and_then(Value::as_bool) == Some(true) {
-                let old = words[from].speaker;
-                for w in words.iter_mut().filter(|w| w.speaker == old) {
-                    w.speaker = speaker;
-                }
-                Ok(format!("Speaker {old} is now {speaker} everywhere"))
-            } else {
-                for w in &mut words[from..to] {
-                    w.speaker = speaker;
-                }
-                Ok("Changed a cue's speaker".into())
-            }
-        }
+        "speaker" | "speakerturn" | "mergespeakers" => super::speakers::apply(words, op, kind),
         "replace" => {
             let find = op.get("find").and_then(Value::as_str).unwrap_or("");
             let with = op.get("replace").and_then(Value::as_str).unwrap_or("");
@@ -269,23 +249,6 @@ mod tests {
         apply_op(&mut w, &json!({"op": "linebreak", "at": 2})).expect("line");
         assert_eq!(w[1].break_after, Some(Break::Line));
         assert!(apply_op(&mut w, &json!({"op": "split", "at": 3})).is_err());
-    }
-
-    #[test]
-    fn speakers_change_per_cue_or_everywhere() {
-        let mut w = words();
-        apply_op(
-            &mut w,
-            &json!({"op": "speaker", "from": 2, "to": 3, "speaker": 4, "everywhere": true}),
-        )
-        .expect("speaker");
-        assert_eq!(w.iter().map(|w| w.speaker).collect::<Vec<_>>(), [0, 0, 4]);
-        apply_op(
-            &mut w,
-            &json!({"op": "speaker", "from": 0, "to": 1, "speaker": 2}),
-        )
-        .expect("speaker");
-        assert_eq!(w.iter().map(|w| w.speaker).collect::<Vec<_>>(), [2, 0, 4]);
     }
 
     #[test]

@@ -123,6 +123,8 @@ pub async fn page(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
          <dt>Alt+[ / Alt+]</dt><dd>Cue start one frame earlier / later</dd>\
          <dt>Alt+Shift+[ / Alt+Shift+]</dt><dd>Cue end one frame earlier / later (presses in a row are one revision)</dd>\
          <dt>Alt+I / Alt+O</dt><dd>Cue start / end at the playhead</dd>\
+         <dt>0 … 9 (outside a text box)</dt><dd>Speaker 0 … 9 for the selected cue (Shift+click in the list selects several)</dd>\
+         <dt>Shift+0 … Shift+9</dt><dd>Speaker 0 … 9 from the selected word to the next speaker change</dd>\
          <dt>Ctrl+Z / Ctrl+Shift+Z</dt><dd>Undo / redo</dd>\
          <dt>?</dt><dd>This sheet</dd></dl>\
          <button type=\"button\" id=\"help-close\">Close</button></dialog></section>",

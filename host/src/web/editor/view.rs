@@ -332,6 +332,8 @@ pub(super) fn editor_json(
                         text: &w.text,
                         start: w.start.0,
                         end: w.end.0,
+                        speaker: w.speaker,
+                        set: w.speaker_set,
                         br: match w.break_after {
                             Some(Break::Line) => "line",
                             Some(Break::Cue) => "cue",
@@ -362,6 +364,11 @@ pub(super) fn editor_json(
     });
     out["settings"] = settings_json(&settings);
     out["settings"][LEAD_IN] = json!(job.lead_in_frames);
+    // The project's speaker names and the speakers the words have (number, word count).
+    out["speakers"] = json!({
+        "names": job.speaker_names.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
+        "used": super::speakers::used(words).iter().map(|(s, n)| json!({"speaker": s, "words": n})).collect::<Vec<_>>(),
+    });
     let n = view.layout.cues.len();
     let (cues, patch) = match view.since.filter(|_| patch) {
         Some(since) => {
@@ -393,6 +400,10 @@ pub(super) struct WordOut<'a> {
     text: &'a str,
     start: i64,
     end: i64,
+    /// The word's speaker; `set` when a person set it (re-detection keeps it).
+    speaker: u32,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    set: bool,
     br: &'static str,
 }
 
