@@ -128,15 +128,6 @@ fn merge(words: &mut [Word], old: u32, into: u32) -> Result<String, WebError> {
     ))
 }
 
-/// The speakers of `words` in number order, each with its word count (for the editor's data).
-pub fn used(words: &[Word]) -> Vec<(u32, usize)> {
-    let mut counts = std::collections::BTreeMap::new();
-    for w in words {
-        *counts.entry(w.speaker).or_insert(0usize) += 1;
-    }
-    counts.into_iter().collect()
-}
-
 /// The names a request sets: `{"2": "Anna", ...}`, every speaker named 0 to 99, each name
 /// trimmed, at most 60 characters and no control characters; an empty name takes it away.
 fn parse_names(v: &Value) -> Result<SpeakerNames, WebError> {

@@ -367,7 +367,7 @@ pub(super) fn editor_json(
     // The project's speaker names and the speakers the words have (number, word count).
     out["speakers"] = json!({
         "names": job.speaker_names.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
-        "used": super::speakers::used(words).iter().map(|(s, n)| json!({"speaker": s, "words": n})).collect::<Vec<_>>(),
+        "used": speakers_used(words).iter().map(|(s, n)| json!({"speaker": s, "words": n})).collect::<Vec<_>>(),
     });
     let n = view.layout.cues.len();
     let (cues, patch) = match view.since.filter(|_| patch) {
@@ -516,6 +516,15 @@ pub fn overlapping_text(
         out.push(text.join(" "));
     }
     out
+}
+
+/// The speakers of `words` in number order, each with its word count (the editor's Speakers panel).
+fn speakers_used(words: &[cuecraft_engine::Word]) -> Vec<(u32, usize)> {
+    let mut counts = std::collections::BTreeMap::new();
+    for w in words {
+        *counts.entry(w.speaker).or_insert(0usize) += 1;
+    }
+    counts.into_iter().collect()
 }
 
 #[cfg(test)]
