@@ -202,17 +202,6 @@ fn relayout_preview(
     json!({"changes": changes, "cues": before.len(), "after": after.len()})
 }
 
-/// The stored words of each cue, by index.
-pub(super) fn cue_ranges(cues: &[cuecraft_engine::Cue]) -> Vec<(usize, usize)> {
-    let mut from = 0;
-    cues.iter()
-        .map(|c| {
-            from += c.words.len();
-            (from - c.words.len(), from)
-        })
-        .collect()
-}
-
 /// Refuses a merge the layout cannot keep (the merged words `[lo, hi)`, `merged`, not in one of
 /// `cues`), saying why: a hard boundary between them (another speaker, a long silence, split on punctuation) or
 /// the limits.
@@ -222,7 +211,10 @@ pub(super) fn check_merge(
     settings: &cuecraft_engine::Settings,
     cues: &[Cue],
 ) -> Result<(), WebError> {
-    if cue_ranges(cues).iter().any(|r| r.0 <= lo && hi <= r.1) {
+    if super::ranges::cue_ranges(cues)
+        .iter()
+        .any(|r| r.0 <= lo && hi <= r.1)
+    {
         return Ok(());
     }
     let dialogue = settings.em_dash_on_speaker_change && settings.max_lines_per_subtitle >= 2;

@@ -9,7 +9,8 @@
 //! - `ops`: the edit operations on the stored words (`apply_op`); `timing`: a cue's start or
 //!   end set to a time or moved by frames (a neighbour moved to keep the gap, or refused).
 //! - `edit`: POST edit (loads, applies an operation, refuses a merge the layout cannot keep);
-//!   `save`: the compare-and-swap save of a revision and the view brought up to date.
+//!   `save`: the compare-and-swap save of a revision and the view brought up to date;
+//!   `ranges`: the stored words each cue shows (a leaf `edit` and `ops`' tests share).
 //! - `history`: the revision list, restore/undo/redo; `entries`: the history's entries (splices,
 //!   settings and lead-in changes), replayed to any revision.
 //! - `settings`: the layout settings and the lead-in, changed as a revision.
@@ -30,6 +31,7 @@ mod media;
 mod ops;
 mod page;
 mod peaks;
+mod ranges;
 mod save;
 mod settings;
 mod speakers;

@@ -278,16 +278,7 @@ mod local_edits {
     use cuecraft_engine::{layout, pin, Cue, FrameRate, Settings};
     use serde_json::json;
 
-    /// The stored words of each cue, by index.
-    fn cue_ranges(cues: &[Cue]) -> Vec<(usize, usize)> {
-        let mut from = 0;
-        cues.iter()
-            .map(|c| {
-                from += c.words.len();
-                (from - c.words.len(), from)
-            })
-            .collect()
-    }
+    use super::super::ranges::cue_ranges;
 
     struct Rng(u64);
 
