@@ -524,3 +524,145 @@ fn the_editor_sets_merges_and_names_speakers_one_revision_each() {
         assert!(api == api0, "names change no file");
     }
 }
+
+/// Every word of the editor's data: (index, speaker, set by a person).
+fn editor_words(data: &Value) -> Vec<(u64, u64, bool)> {
+    data["cues"]
+        .as_array()
+        .expect("cues")
+        .iter()
+        .flat_map(|c| c["words"].as_array().expect("words").clone())
+        .map(|w| {
+            (
+                w["i"].as_u64().expect("i"),
+                w["speaker"].as_u64().expect("speaker"),
+                w["set"] == true,
+            )
+        })
+        .collect()
+}
+
+/// "Detect speakers again" in the editor (issue 23 item 4): on the two-voice conversation, a
+/// person gives one of the second voice's cues speaker 7; detecting again with 2 speakers finds
+/// the two voices (the second voice's words all take the 7 the person gave it, the first's keep
+/// their 0), with 1 every word is one speaker; the words set by hand keep speaker 7 and their
+/// mark each time, each detection is one revision, and undo brings the speakers back. The media
+/// are read through the media store (a bucket's copy under CUECRAFT_TEST_MEDIA=s3).
+#[test]
+fn detecting_speakers_again_takes_the_count_asked_and_keeps_what_a_person_set() {
+    use crate::web::Web;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let (media, truth) = conversation(tmp.path());
+    let server = server_in(tmp);
+    let org = server.org(100_000, &[]);
+    let job = job(&server, &org, &media, "en");
+    assert_eq!(job["status"], "ready", "{job}\n{}", server.log());
+    let id = job["id"].as_str().expect("id");
+    let web = Web::sign_in(&server, &org.owner);
+    let data = web.get_json(&format!("/editor/{id}/data")).json();
+    assert_eq!(
+        data["speakers"]["used"].as_array().map(Vec::len),
+        Some(2),
+        "{}",
+        data["speakers"]
+    );
+    // A cue of the second voice only, given speaker 7 by hand.
+    let cue = data["cues"]
+        .as_array()
+        .expect("cues")
+        .iter()
+        .find(|c| {
+            let (from, to) = (
+                c["from"].as_u64().unwrap_or(0),
+                c["to"].as_u64().unwrap_or(0),
+            );
+            (from..to).all(|i| truth.get(i as usize) == Some(&1))
+        })
+        .expect("a cue of the second voice")
+        .clone();
+    let (from, to) = (
+        cue["from"].as_u64().expect("from"),
+        cue["to"].as_u64().expect("to"),
+    );
+    // An edit, then the editor's whole data (an edit answers only what changed).
+    let post = |body: Value| -> Value {
+        let r = web.post_json(&format!("/editor/{id}/edit"), &body);
+        assert_eq!(r.status, 200, "{body}: {}\n{}", r.text(), server.log());
+        web.get_json(&format!("/editor/{id}/data")).json()
+    };
+    let d = post(json!({"revision": 0, "op": "speaker", "from": from, "to": to, "speaker": 7}));
+    let hand = |d: &Value| -> Vec<(u64, u64, bool)> {
+        editor_words(d)
+            .into_iter()
+            .filter(|w| (from..to).contains(&w.0))
+            .collect()
+    };
+    assert!(hand(&d).iter().all(|w| w.1 == 7 && w.2), "{:?}", hand(&d));
+
+    // Two speakers: the two voices, the hand-set words' 7 for the second.
+    let d = post(json!({"revision": 1, "op": "redetect", "speakers": 2}));
+    assert_eq!(d["transcript"]["revision"], 2, "one revision");
+    let words = editor_words(&d);
+    assert_eq!(words.len(), truth.len());
+    let right = words
+        .iter()
+        .filter(|w| w.1 == [0, 7][truth[w.0 as usize] as usize])
+        .count();
+    assert!(
+        right + 2 >= truth.len(),
+        "{right} of {} words of the right voice: {words:?}",
+        truth.len()
+    );
+    let used = |d: &Value| -> Vec<u64> {
+        d["speakers"]["used"]
+            .as_array()
+            .expect("used")
+            .iter()
+            .map(|u| u["speaker"].as_u64().expect("speaker"))
+            .collect()
+    };
+    assert_eq!(used(&d), [0, 7], "{}", d["speakers"]);
+    assert!(hand(&d).iter().all(|w| w.1 == 7 && w.2), "{:?}", hand(&d));
+    // Only the hand-set words are marked: the detected ones are not a person's.
+    assert!(words.iter().all(|w| w.2 == (from..to).contains(&w.0)));
+    let api: Vec<Value> = server
+        .get(&org.key, &format!("/v1/jobs/{id}/transcript"))
+        .json()["cues"]
+        .as_array()
+        .expect("cues")
+        .iter()
+        .map(|c| c["speaker"].clone())
+        .collect();
+    assert!(
+        api.contains(&json!(0)) && api.contains(&json!(7)),
+        "{api:?}"
+    );
+
+    // One speaker: every word the hand-set words' 7.
+    let d = post(json!({"revision": 2, "op": "redetect", "speakers": 1}));
+    assert_eq!(d["transcript"]["revision"], 3, "one revision");
+    assert_eq!(used(&d), [7], "{}", d["speakers"]);
+    assert!(hand(&d).iter().all(|w| w.1 == 7 && w.2), "{:?}", hand(&d));
+
+    // Undo brings the two speakers back.
+    let r = web.post_json(
+        &format!("/editor/{id}/restore"),
+        &json!({"revision": 3, "restore": 2, "note": "undo"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        used(&web.get_json(&format!("/editor/{id}/data")).json()),
+        [0, 7]
+    );
+
+    // A count outside 1 to 8 is refused and writes no revision.
+    for bad in [json!(0), json!(9), json!("2")] {
+        let r = web.post_json(
+            &format!("/editor/{id}/edit"),
+            &json!({"revision": 4, "op": "redetect", "speakers": bad}),
+        );
+        assert_eq!(r.status, 400, "{bad}: {}", r.text());
+    }
+    let d = web.get_json(&format!("/editor/{id}/data")).json();
+    assert_eq!(d["transcript"]["revision"], 4);
+}

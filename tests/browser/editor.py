@@ -470,7 +470,8 @@ def speakers(page):
     """Speakers (issue 23 item 4), on the job uploaded from the list (one voice, two cues): a
     name typed in the Speakers panel shows in the cue list and the text transcript, a digit key
     sets the selected cue's speaker (one revision), a merge asks first and makes the two one,
-    undo brings the second back; each speaker's colour stripe has >= 3:1 against the list."""
+    undo brings the second back; detecting again with 1 speaker asks first and gives every cue
+    the speaker a person set (Ben), undo brings Anna back; each speaker's colour stripe has >= 3:1 against the list."""
     job = cfg["pending"]["id"]
     page.set_viewport_size({"width": 1280, "height": 900})
     page.goto(BASE + "/editor/" + job)
@@ -528,6 +529,23 @@ def speakers(page):
     assert speakers_api == [0, 0], speakers_api
     page.keyboard.press("Control+z")
     revision(page, 3)
+    expect(second.locator(".speaker")).to_have_text("Ben · ")
+
+    step("speakers: detecting again with 1 speaker asks first; the hand-set Ben is kept and takes the voice; undo")
+    expect(page.locator("#redetect-count")).to_have_value("2")  # the speakers there are now
+    page.select_option("#redetect-count", "1")
+    page.click("#redetect-speakers")
+    expect(page.locator("#confirm-text")).to_contain_text("Detect the speakers again from the audio, with 1 speaker?")
+    page.click("#confirm-ok")
+    revision(page, 4)
+    expect(first.locator(".speaker")).to_have_text("Ben · ")
+    expect(second.locator(".speaker")).to_have_text("Ben · ")
+    expect(page.locator("#speaker-text p")).to_have_count(1)
+    speakers_api = [c["speaker"] for c in json.loads(api(f"/v1/jobs/{job}/transcript"))["cues"]]
+    assert speakers_api == [1, 1], speakers_api
+    page.keyboard.press("Control+z")
+    revision(page, 5)
+    expect(first.locator(".speaker")).to_have_text("Anna · ")
     expect(second.locator(".speaker")).to_have_text("Ben · ")
 
 

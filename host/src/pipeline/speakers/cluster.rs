@@ -71,18 +71,32 @@ pub fn distance(a: &Stats, b: &Stats, prior: &[f64; 78], t: &Tuning) -> f64 {
 }
 
 /// Agglomerative clustering of `items` (their statistics): the closest pair merges while closer
-/// than `threshold` or while there are more than `MAX_SPEAKERS` clusters. Returns a cluster
+/// than `threshold` or while there are more than `MAX_SPEAKERS` clusters; with `fixed`, while
+/// there are more than that many (blocks of a long recording keep at least that many each). Returns a cluster
 /// index per item (0.. in order of first item). Ties are broken by the lower item indices, so the
 /// partition does not depend on the order items come in (for up to `BLOCK` items).
-pub fn agglomerate(items: &[Stats], prior: &[f64; 78], t: &Tuning) -> Vec<usize> {
+pub fn agglomerate(
+    items: &[Stats],
+    prior: &[f64; 78],
+    t: &Tuning,
+    fixed: Option<usize>,
+) -> Vec<usize> {
+    let stop = match fixed {
+        Some(k) => Stop::Count(k.max(1)),
+        None => Stop::Auto,
+    };
     if items.len() <= BLOCK {
-        return cluster_all(items, prior, t);
+        return cluster_all(items, prior, t, stop);
     }
+    let block_stop = match fixed {
+        Some(k) => Stop::AtLeast(k.max(1)),
+        None => Stop::Auto,
+    };
     // Blocks of consecutive segments first, then their clusters together.
     let mut labels = vec![0; items.len()];
     let mut groups: Vec<Stats> = Vec::new();
     for (b, chunk) in items.chunks(BLOCK).enumerate() {
-        let local = cluster_all(chunk, prior, t);
+        let local = cluster_all(chunk, prior, t, block_stop);
         let base = groups.len();
         let k = local.iter().max().map_or(0, |m| m + 1);
         for _ in 0..k {
@@ -93,7 +107,7 @@ pub fn agglomerate(items: &[Stats], prior: &[f64; 78], t: &Tuning) -> Vec<usize>
             labels[b * BLOCK + i] = base + l;
         }
     }
-    let top = agglomerate(&groups, prior, t);
+    let top = agglomerate(&groups, prior, t, fixed);
     labels
         .iter()
         .map(|&g| top[g])
@@ -101,7 +115,18 @@ pub fn agglomerate(items: &[Stats], prior: &[f64; 78], t: &Tuning) -> Vec<usize>
         .renumbered()
 }
 
-fn cluster_all(items: &[Stats], prior: &[f64; 78], t: &Tuning) -> Vec<usize> {
+/// When merging stops.
+#[derive(Clone, Copy)]
+enum Stop {
+    /// The stopping rule (at most `MAX_SPEAKERS`).
+    Auto,
+    /// At exactly this many clusters.
+    Count(usize),
+    /// By the stopping rule, but never below this many.
+    AtLeast(usize),
+}
+
+fn cluster_all(items: &[Stats], prior: &[f64; 78], t: &Tuning, stop: Stop) -> Vec<usize> {
     let n = items.len();
     let mut clusters: Vec<Option<(Stats, Vec<usize>)>> = items
         .iter()
@@ -132,7 +157,12 @@ fn cluster_all(items: &[Stats], prior: &[f64; 78], t: &Tuning) -> Vec<usize> {
             }
         }
         let Some((d, i, j)) = best else { break };
-        if !(d <= t.threshold || alive > MAX_SPEAKERS) {
+        let more = match stop {
+            Stop::Auto => d <= t.threshold || alive > MAX_SPEAKERS,
+            Stop::Count(k) => alive > k,
+            Stop::AtLeast(k) => alive > k && (d <= t.threshold || alive > MAX_SPEAKERS),
+        };
+        if !more {
             break;
         }
         let Some((sj, mj)) = clusters[j].take() else {
@@ -284,9 +314,29 @@ mod tests {
     fn one_voice_stays_one_cluster_however_long() {
         for n in [2, 10, 60] {
             let items: Vec<Stats> = (0..n).map(|i| segment(0, 150, i as u64 + 1)).collect();
-            let labels = agglomerate(&items, &prior(&items), &Tuning::default());
+            let labels = agglomerate(&items, &prior(&items), &Tuning::default(), None);
             assert!(labels.iter().all(|&l| l == 0), "{n} segments: {labels:?}");
         }
+    }
+
+    #[test]
+    fn a_fixed_count_gives_that_many_clusters_whatever_the_voices() {
+        let one: Vec<Stats> = (0..10).map(|i| segment(0, 150, i as u64 + 1)).collect();
+        let two: Vec<Stats> = (0..12)
+            .map(|i| segment([1, 0, 0, 1][i % 4], 120, i as u64 + 5))
+            .collect();
+        let t = Tuning::default();
+        let count = |l: &[usize]| l.iter().max().map_or(0, |m| m + 1);
+        assert_eq!(count(&agglomerate(&one, &prior(&one), &t, Some(2))), 2);
+        assert_eq!(count(&agglomerate(&one, &prior(&one), &t, Some(3))), 3);
+        assert_eq!(agglomerate(&two, &prior(&two), &t, Some(1)), vec![0; 12]);
+        // Two voices asked for two: the same as found without a count.
+        assert_eq!(
+            agglomerate(&two, &prior(&two), &t, Some(2)),
+            agglomerate(&two, &prior(&two), &t, None)
+        );
+        // More asked for than there are segments: one cluster each.
+        assert_eq!(count(&agglomerate(&one[..2], &prior(&one), &t, Some(5))), 2);
     }
 
     #[test]
@@ -294,7 +344,7 @@ mod tests {
         let items: Vec<Stats> = (0..12)
             .map(|i| segment([1, 0, 0, 1][i % 4], 120, i as u64 + 5))
             .collect();
-        let labels = agglomerate(&items, &prior(&items), &Tuning::default());
+        let labels = agglomerate(&items, &prior(&items), &Tuning::default(), None);
         assert_eq!(labels, vec![0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 0]);
     }
 
@@ -312,13 +362,13 @@ mod tests {
                 .map(|(i, &v)| segment(v, 100, seed + i as u64))
                 .collect();
             let p = prior(&items);
-            let labels = agglomerate(&items, &p, &Tuning::default());
+            let labels = agglomerate(&items, &p, &Tuning::default(), None);
             let r = rotate % items.len();
             let mut order: Vec<usize> = (0..items.len()).collect();
             order.rotate_left(r);
             order.reverse();
             let shuffled: Vec<Stats> = order.iter().map(|&i| items[i].clone()).collect();
-            let back = agglomerate(&shuffled, &p, &Tuning::default());
+            let back = agglomerate(&shuffled, &p, &Tuning::default(), None);
             let mut unshuffled = vec![0; items.len()];
             for (pos, &i) in order.iter().enumerate() {
                 unshuffled[i] = back[pos];

@@ -17,7 +17,7 @@
 //! every word when this fails (and logs it).
 
 mod cluster;
-pub use cluster::Tuning;
+pub use cluster::{Tuning, MAX_SPEAKERS};
 mod features;
 mod stats;
 
@@ -99,8 +99,75 @@ pub fn label_with(
     let stats =
         features::word_stats(&mut r, bytes, &spans).map_err(|e| format!("reading the WAV: {e}"))?;
     let boundaries = boundaries(words);
-    let labels = by_voice(&stats, &boundaries, t);
+    let labels = by_voice(&stats, &boundaries, t, None);
     Ok(apply(words, labels, Mode::Voice))
+}
+
+/// Speakers found again with exactly `count` speakers (1 to [`cluster::MAX_SPEAKERS`]) where
+/// the audio allows (fewer when there is less speech than that many voices need): the editor's
+/// "Detect speakers again". `media` is a local copy of the original; its audio is decoded by
+/// ffmpeg straight into the features (no WAV is written). Stereo media with one person per side
+/// asked for two speakers is labelled by channel, as the pipeline does.
+pub fn redetect(media: &Path, words: &mut [RawWord], count: usize) -> Result<Outcome, String> {
+    let count = count.clamp(1, cluster::MAX_SPEAKERS);
+    if words.is_empty() {
+        return Ok(Outcome {
+            speakers: 0,
+            mode: Mode::None,
+        });
+    }
+    if count == 1 {
+        return Ok(apply(words, vec![0; words.len()], Mode::Voice));
+    }
+    let spans: Vec<Span> = words
+        .iter()
+        .map(|w| features::span(w.start, w.end))
+        .collect();
+    if count == 2 && audio_channels(media) == Some(2) {
+        if let Ok(Some(labels)) = by_channel(media, &spans) {
+            return Ok(apply(words, labels, Mode::Channel));
+        }
+    }
+    let stats = mono_stats(media, &spans)?;
+    let boundaries = boundaries(words);
+    let labels = by_voice(&stats, &boundaries, &Tuning::default(), Some(count));
+    Ok(apply(words, labels, Mode::Voice))
+}
+
+/// Each word's statistics from `media`'s first audio stream, decoded by ffmpeg to 16 kHz mono
+/// and streamed into [`features::word_stats`].
+fn mono_stats(media: &Path, spans: &[Span]) -> Result<Vec<Stats>, String> {
+    let mut url = std::ffi::OsString::from("file:");
+    url.push(media.as_os_str());
+    let mut child = crate::child::ends_with_server(
+        Command::new("ffmpeg")
+            .args(["-nostdin", "-v", "error", "-i"])
+            .arg(url)
+            .args([
+                "-vn", "-sn", "-dn", "-map", "0:a:0", "-ac", "1", "-ar", "16000",
+            ])
+            .args(["-f", "s16le", "-c:a", "pcm_s16le", "-"]),
+    )
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .map_err(|e| format!("could not run ffmpeg: {e}"))?;
+    let stats = child
+        .stdout
+        .take()
+        .ok_or_else(|| "no ffmpeg output".to_string())
+        .and_then(|out| {
+            let mut r = BufReader::with_capacity(1 << 16, out);
+            features::word_stats(&mut r, u64::MAX, spans)
+                .map_err(|e| format!("reading ffmpeg's output: {e}"))
+        });
+    let status = child.wait().map_err(|e| format!("ffmpeg: {e}"))?;
+    let stats = stats?;
+    if !status.success() {
+        return Err(format!("ffmpeg ended with {status}"));
+    }
+    Ok(stats)
 }
 
 fn apply(words: &mut [RawWord], labels: Vec<usize>, mode: Mode) -> Outcome {
@@ -129,8 +196,9 @@ fn boundaries(words: &[RawWord]) -> Vec<bool> {
         .collect()
 }
 
-/// Speakers by voice, one per word (numbering not yet by first appearance).
-fn by_voice(stats: &[Stats], boundary: &[bool], t: &Tuning) -> Vec<usize> {
+/// Speakers by voice, one per word (numbering not yet by first appearance): as many as the
+/// stopping rule finds, or `fixed` of them (as many as there are segments and speech for).
+fn by_voice(stats: &[Stats], boundary: &[bool], t: &Tuning, fixed: Option<usize>) -> Vec<usize> {
     let n = stats.len();
     let mut all = Stats::default();
     stats.iter().for_each(|s| all.merge(s));
@@ -159,7 +227,7 @@ fn by_voice(stats: &[Stats], boundary: &[bool], t: &Tuning) -> Vec<usize> {
         return vec![0; n];
     }
     let items: Vec<Stats> = long.iter().map(|&s| segments[s].0.clone()).collect();
-    let labels = cluster::agglomerate(&items, &prior, t);
+    let labels = cluster::agglomerate(&items, &prior, t, fixed);
     let mut clusters: Vec<Stats> = Vec::new();
     for (item, &l) in items.iter().zip(&labels) {
         if clusters.len() <= l {
@@ -167,8 +235,9 @@ fn by_voice(stats: &[Stats], boundary: &[bool], t: &Tuning) -> Vec<usize> {
         }
         clusters[l].merge(item);
     }
-    // A cluster with too little speech is merged into its nearest (no phantom speakers).
-    while clusters.len() > 1 {
+    // A cluster with too little speech is merged into its nearest (no phantom speakers); a
+    // count a person asked for is kept.
+    while clusters.len() > 1 && fixed.is_none() {
         let Some(small) = (0..clusters.len())
             .filter(|&c| clusters[c].n < t.min_cluster_frames)
             .min_by(|&a, &b| clusters[a].n.total_cmp(&clusters[b].n))
@@ -215,7 +284,12 @@ fn by_voice(stats: &[Stats], boundary: &[bool], t: &Tuning) -> Vec<usize> {
         for (i, &l) in labels.iter().enumerate() {
             again[l].merge(&stats[i]);
         }
-        again.retain(|c| c.n >= t.min_cluster_frames);
+        let least = if fixed.is_some() {
+            f64::MIN_POSITIVE
+        } else {
+            t.min_cluster_frames
+        };
+        again.retain(|c| c.n >= least);
         if again.len() < 2 {
             return vec![0; n];
         }

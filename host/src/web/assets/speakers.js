@@ -125,12 +125,24 @@ export class Speakers {
         el("label", { text: "into " }, el("select", { id: "merge-into" })),
         el("button", { type: "button", id: "merge-speakers", text: "Merge…" }),
       ),
+      el(
+        "div",
+        { class: "speaker-redetect" },
+        el(
+          "label",
+          { text: "Detect again with " },
+          el("select", { id: "redetect-count" }, ...[1, 2, 3, 4, 5, 6, 7, 8].map((k) => el("option", { value: String(k), text: String(k) }))),
+        ),
+        el("span", { text: " speakers " }),
+        el("button", { type: "button", id: "redetect-speakers", text: "Detect…", title: "From the audio; speakers you set stay" }),
+      ),
     );
     const text = el("details", { id: "speaker-text-panel" });
     text.append(el("summary", { text: "Text transcript" }), el("div", { id: "speaker-text", class: "speaker-text" }));
     const aside = document.querySelector(".editor aside");
     aside.prepend(panel, text);
     $("merge-speakers").addEventListener("click", () => this.merge(Number($("merge-from").value), Number($("merge-into").value)));
+    $("redetect-speakers").addEventListener("click", () => this.redetect(Number($("redetect-count").value)));
     text.addEventListener("toggle", () => this.renderText());
     // A "to the next speaker change" button beside the existing speaker controls.
     const turn = el("button", { type: "button", id: "speaker-turn", text: "… to next speaker change", title: "Shift+digit" });
@@ -175,6 +187,10 @@ export class Speakers {
     }
     if (used.length > 1 && $("merge-from").value === $("merge-into").value) $("merge-into").value = String(used[1].speaker);
     $("merge-speakers").disabled = used.length < 2;
+    // The count offered first is the speakers there are now (until the person picks one).
+    const count = $("redetect-count");
+    if (!count.dataset.picked) count.value = String(Math.min(8, Math.max(1, used.length)));
+    count.onchange = () => (count.dataset.picked = "1");
     this.renderText();
   }
 
@@ -251,6 +267,20 @@ export class Speakers {
       );
       if (!ok) return;
       return edit({ op: "mergespeakers", speaker: from, into });
+    })();
+  }
+
+  // The speakers found again from the audio with k speakers (one revision; the words a person
+  // gave a speaker keep it).
+  redetect(k) {
+    const { act, edit, confirmBox } = this.ctx;
+    return act(async () => {
+      const ok = await confirmBox(
+        `Detect the speakers again from the audio, with ${k} speaker${k === 1 ? "" : "s"}? Every word takes the speaker of its voice, except the words you gave a speaker. Undo brings the speakers of now back.`,
+        `Detect ${k} speaker${k === 1 ? "" : "s"}`,
+      );
+      if (!ok) return;
+      return edit({ op: "redetect", speakers: k });
     })();
   }
 

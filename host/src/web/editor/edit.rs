@@ -127,6 +127,7 @@ pub async fn edit(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
                 words = cuecraft_engine::relayout(&words, &settings, fr, range);
                 "Laid cues out again".to_string()
             }
+            "redetect" => super::speakers::redetect(&app2, &jid, &mut words, &body)?,
             _ if timing => {
                 let t = set_time(&mut words, &old, &body, &settings, fr)?;
                 let note = t.note.clone();

@@ -3,6 +3,8 @@
 //! on the words (`apply`, called by `ops::apply_op`): set the speaker of a range of words (a cue
 //! or the selected cues), of a turn (from a word to the next speaker change), and merge one
 //! speaker into another. Every word whose speaker a person set is marked (`Word::speaker_set`).
+//! `redetect` finds the speakers again from the media with a count the person gives (called by
+//! `edit` for `{"op": "redetect"}`), keeping every word a person gave a speaker.
 
 use std::sync::Arc;
 
@@ -11,6 +13,9 @@ use hyper::Response;
 use serde_json::Value;
 
 use crate::http::{App, Body};
+use crate::media::Object;
+use crate::pipeline::speakers::MAX_SPEAKERS;
+use crate::pipeline::WorkDir;
 use crate::store::SpeakerNames;
 use crate::util::{is_id, now_ms};
 
@@ -126,6 +131,123 @@ fn merge(words: &mut [Word], old: u32, into: u32) -> Result<String, WebError> {
     Ok(format!(
         "Speaker {old} merged into speaker {into} ({n} words)"
     ))
+}
+
+/// `{"op": "redetect", "speakers": k}` (1 to 8): the speakers of `words` found again from the
+/// job's media with `k` speakers, as the pipeline's diarization finds them but with the count
+/// fixed. The original is read through the media store (a bucket's copy is downloaded into a work
+/// directory of this process and removed after). Words a person gave a speaker keep it; the
+/// others take the speaker of their voice's cluster, numbered by [`numbering`] so that a voice
+/// keeps the number (and so the name) a person gave its words. The note for the history.
+pub fn redetect(
+    app: &App,
+    job_id: &str,
+    words: &mut [Word],
+    op: &Value,
+) -> Result<String, WebError> {
+    let count = op
+        .get("speakers")
+        .and_then(Value::as_u64)
+        .filter(|k| (1..=MAX_SPEAKERS as u64).contains(k))
+        .ok_or_else(|| WebError::BadRequest(format!("`speakers` must be 1 to {MAX_SPEAKERS}.")))?
+        as usize;
+    if words.is_empty() {
+        return Err(WebError::BadRequest("That changes nothing.".into()));
+    }
+    let mut raw: Vec<cuecraft_engine::RawWord> = words
+        .iter()
+        .map(|w| cuecraft_engine::RawWord {
+            text: w.text.to_string(),
+            start: w.start.0 as f64 / 1000.0,
+            end: w.end.0 as f64 / 1000.0,
+            speaker: 0,
+        })
+        .collect();
+    if count > 1 {
+        let work = WorkDir::claim(&app.config.data_dir.join("work"))
+            .map_err(|e| WebError::Internal(format!("work directory: {e}")))?;
+        let found = app
+            .media
+            .local_file(job_id, Object::Original, work.path())
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => WebError::BadRequest(
+                    "The project's media are no longer stored: speakers cannot be detected again."
+                        .into(),
+                ),
+                _ => WebError::Internal(format!("reading the media: {e}")),
+            })
+            .and_then(|media| {
+                crate::pipeline::speakers::redetect(&media, &mut raw, count)
+                    .map_err(|e| WebError::Internal(format!("detecting speakers: {e}")))
+            });
+        let dir = work.path().to_path_buf();
+        drop(work);
+        let _ = std::fs::remove_dir_all(dir);
+        found?;
+    }
+    let labels: Vec<usize> = raw.iter().map(|w| w.speaker as usize).collect();
+    let numbers = numbering(words, &labels);
+    let mut kept = 0;
+    for (w, l) in words.iter_mut().zip(&labels) {
+        if w.speaker_set {
+            kept += 1;
+        } else {
+            w.speaker = numbers[*l];
+        }
+    }
+    let found: std::collections::BTreeSet<u32> = words.iter().map(|w| w.speaker).collect();
+    let mut note = format!(
+        "Speakers detected again: {} (asked for {count})",
+        found.len()
+    );
+    if kept > 0 {
+        note.push_str(&format!(
+            ", {kept} word{} set by hand kept",
+            if kept == 1 { "" } else { "s" }
+        ));
+    }
+    Ok(note)
+}
+
+/// The speaker number of each cluster (`labels[i]` is word i's, numbered from 0): each cluster
+/// takes the number its words have now where that is one-to-one — the words a person gave a
+/// speaker count a thousand times, so a voice keeps the number (and name) a person gave it —
+/// largest overlap first; the other clusters take the smallest numbers no cluster took and no
+/// word set by hand keeps, in order of first appearance.
+fn numbering(words: &[Word], labels: &[usize]) -> Vec<u32> {
+    let k = labels.iter().max().map_or(0, |m| m + 1);
+    let mut overlap: std::collections::BTreeMap<(usize, u32), u64> = Default::default();
+    for (w, &l) in words.iter().zip(labels) {
+        *overlap.entry((l, w.speaker)).or_default() += if w.speaker_set { 1000 } else { 1 };
+    }
+    let mut pairs: Vec<((usize, u32), u64)> = overlap.into_iter().collect();
+    pairs.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut number: Vec<Option<u32>> = vec![None; k];
+    let mut taken: std::collections::BTreeSet<u32> = words
+        .iter()
+        .filter(|w| w.speaker_set)
+        .map(|w| w.speaker)
+        .collect();
+    let mut given = std::collections::BTreeSet::new();
+    for ((c, s), _) in pairs {
+        if number[c].is_none() && given.insert(s) {
+            number[c] = Some(s);
+            taken.insert(s);
+        }
+    }
+    let mut fresh = (0..).filter(|n| !taken.contains(n));
+    let mut order: Vec<usize> = Vec::new();
+    for &l in labels {
+        if !order.contains(&l) {
+            order.push(l);
+        }
+    }
+    for c in order {
+        if number[c].is_none() {
+            number[c] = fresh.next();
+        }
+    }
+    number.into_iter().map(|n| n.unwrap_or(0)).collect()
 }
 
 /// The names a request sets: `{"2": "Anna", ...}`, every speaker named 0 to 99, each name
@@ -300,6 +422,22 @@ mod tests {
             w.iter().map(|w| w.speaker).collect::<Vec<_>>(),
             [0, 0, 4, 0, 0]
         );
+    }
+
+    #[test]
+    fn a_detected_voice_keeps_the_number_a_person_gave_it_and_new_ones_take_free_numbers() {
+        // Two voices found (clusters 0 and 1); word 1 was given speaker 5 by a person.
+        let mut w = words(&[0, 5, 0, 1, 1, 0]);
+        w[1].speaker_set = true;
+        let labels = [0, 0, 0, 1, 1, 1];
+        // Cluster 0 holds the hand-set word: it becomes 5; cluster 1 keeps 1 (its words' number).
+        assert_eq!(numbering(&w, &labels), [5, 1]);
+        // One voice: every word is speaker 5's.
+        assert_eq!(numbering(&w, &[0; 6]), [5]);
+        // Three clusters: the third's words were speaker 0's.
+        assert_eq!(numbering(&w, &[0, 0, 0, 1, 2, 2]), [5, 1, 0]);
+        let w = words(&[1, 1, 1, 1]);
+        assert_eq!(numbering(&w, &[0, 1, 0, 2]), [1, 0, 2]);
     }
 
     #[test]
