@@ -36,7 +36,7 @@ struct StoredOut<'a> {
     b: Option<&'static str>,
 }
 
-/// Encodes words for storage: `[{"t":text,"s":ms,"e":ms,"p":speaker,"h":true,"b":"line"|"cue"}]`
+/// Encodes words for storage: `[{"t":text,"s":ms,"e":ms,"p":speaker,"h":true,"b":"line"|"cue"|"join"|"timed"}]`
 /// (`h` only on a speaker a person set, `Word::speaker_set`).
 /// Serialized straight from the words (no JSON tree): a 10-hour transcript is 100,000 of them.
 pub fn encode(words: &[Word]) -> String {
@@ -52,6 +52,7 @@ pub fn encode(words: &[Word]) -> String {
                 Break::Line => "line",
                 Break::Cue => "cue",
                 Break::Join => "join",
+                Break::Timed => "timed",
             }),
         })
         .collect();
@@ -120,6 +121,7 @@ pub fn decode(stored: &str) -> Option<Vec<Word>> {
                 Some("line") => Some(Break::Line),
                 Some("cue") => Some(Break::Cue),
                 Some("join") => Some(Break::Join),
+                Some("timed") => Some(Break::Timed),
                 _ => None,
             };
             Some(word)

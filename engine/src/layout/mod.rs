@@ -88,6 +88,9 @@ pub(crate) struct Params {
     half: i64,
     /// The words are pinned: their manual breaks are the whole segmentation ([`pinned`]).
     pinned: bool,
+    /// Pinned words timed by hand (`Break::Timed` after the last): each cue shows its words'
+    /// times, no timing rule applied.
+    timed: bool,
 }
 
 /// Silence (ms) that always ends a cue outside audiogram mode: showing text through a longer
@@ -234,6 +237,7 @@ impl Params {
             cuts: Vec::new(),
             half: shots::half_second(fr),
             pinned: false,
+            timed: false,
         }
     }
 }
@@ -289,6 +293,7 @@ fn layout_with(
     p.general_only = general_only;
     p.set_cuts(shot_changes, frame_rate);
     p.pinned = pinned::is_pinned(texts);
+    p.timed = pinned::is_timed(texts);
     let run = Run {
         p: &p,
         fr: frame_rate,
@@ -774,11 +779,13 @@ impl Layout {
             pause_end,
         );
         p.set_cuts(&under.shots, under.frame_rate);
-        p.pinned = pinned::is_pinned(Texts {
+        let texts = Texts {
             words,
             order: None,
             arena: "",
-        });
+        };
+        p.pinned = pinned::is_pinned(texts);
+        p.timed = pinned::is_timed(texts);
         let run = Run {
             p: &p,
             fr: under.frame_rate,
@@ -820,10 +827,15 @@ impl Layout {
             .count();
         let (removed, inserted) = (old.len() - from - tail, new.len() - from - tail);
         let sorted = |w: &[Word]| w.windows(2).all(|p| p[0].start <= p[1].start);
-        let is_pinned = |w: &[Word]| w.last().and_then(|w| w.break_after) == Some(Break::Cue);
+        // Pinned, timed by hand or neither: what the last word's break says.
+        let pinning = |w: &[Word]| {
+            w.last()
+                .and_then(|w| w.break_after)
+                .filter(|b| matches!(b, Break::Cue | Break::Timed))
+        };
         let usable = same_under
             && old.len() == self.words
-            && is_pinned(old) == is_pinned(new)
+            && pinning(old) == pinning(new)
             && !self.marks.is_empty()
             && sorted(&new[from.saturating_sub(1)..(from + inserted + 1).min(new.len())]);
         let tally = usable

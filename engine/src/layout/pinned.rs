@@ -17,14 +17,25 @@
 use super::prepare::{Texts, Unit, CUE_AFTER, LINE_AFTER, MID_WORD};
 use crate::{Break, FrameRate, Settings, Word};
 
-/// Whether `words` are pinned: the last word in reading order has a manual cue break.
+/// Whether `words` are pinned: the last word in reading order has a manual cue break (a
+/// `Break::Timed` one too).
 pub(super) fn is_pinned(texts: Texts<'_>) -> bool {
+    matches!(last_break(texts), Some(Break::Cue | Break::Timed))
+}
+
+/// Whether pinned `words` are timed by hand: the last word in reading order has
+/// `Break::Timed` (each cue shows its words' times).
+pub(super) fn is_timed(texts: Texts<'_>) -> bool {
+    last_break(texts) == Some(Break::Timed)
+}
+
+/// The manual break after the last word in reading order.
+fn last_break(texts: Texts<'_>) -> Option<Break> {
     let n = texts.words.len();
-    n > 0
-        && texts
-            .words
-            .get(texts.index(n - 1))
-            .is_some_and(|w| w.break_after == Some(Break::Cue))
+    (n > 0)
+        .then(|| texts.words.get(texts.index(n - 1)))
+        .flatten()
+        .and_then(|w| w.break_after)
 }
 
 /// The cues of units `[base, end)` of pinned words: cut after every unit with a manual cue

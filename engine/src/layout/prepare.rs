@@ -516,7 +516,7 @@ impl<'f> Preparer<'f> {
         }
         match w.break_after {
             Some(Break::Line) => flags |= LINE_AFTER,
-            Some(Break::Cue) => flags |= CUE_AFTER,
+            Some(Break::Cue | Break::Timed) => flags |= CUE_AFTER,
             Some(Break::Join) => extra |= JOIN,
             None => {}
         }

@@ -105,15 +105,18 @@ impl<'a> Emitter<'a> {
         } else {
             lo
         };
-        if !self.p.cuts.is_empty() {
+        if !self.p.cuts.is_empty() && !self.p.timed {
             s = self.start_at_cut(s);
         }
         if let Some(mut prev) = self.pending.take() {
             // Starts never go backwards (cue starts are sorted word starts; clamping keeps that).
             s = s.max(prev.s);
             let e = self.end_frame(&mut prev, Some(s));
-            // Words closer together than the gap: the later cue moves on.
-            s = s.max(e + self.p.gap_frames as i64);
+            // Words closer together than the gap: the later cue moves on (not when timed by
+            // hand: a cue then starts where its first word does).
+            if !self.p.timed {
+                s = s.max(e + self.p.gap_frames as i64);
+            }
             self.emit(prev, e, lo);
         }
         self.pending = Some(Pending {
@@ -165,6 +168,13 @@ impl<'a> Emitter<'a> {
     /// a cut (never past the end).
     #[inline(always)]
     fn end_frame(&self, c: &mut Pending, next: Option<i64>) -> i64 {
+        if self.p.timed {
+            // Timed by hand: the last word's end, whatever the rules would ask.
+            return self
+                .fr
+                .frame_round(Millis((c.span.end + self.p.shift).max(0)))
+                .max(c.s + 1);
+        }
         let e = self.base_end(c, next);
         if self.p.cuts.is_empty() {
             e

@@ -539,6 +539,8 @@ pub struct TranscriptInfo {
     pub kind: String,
     pub language: String,
     pub label: Option<String>,
+    /// When it was added (ms since the epoch).
+    pub created_at: i64,
 }
 
 /// A new organisation with its first owner and API key ([`Store::create_org_with_owner`]).

@@ -788,7 +788,7 @@ impl Store for PostgresStore {
         self.main(|c| {
             Ok(query(
                 c,
-                "SELECT id, kind, language, label FROM transcripts
+                "SELECT id, kind, language, label, created_at FROM transcripts
                  WHERE job_id = $1 AND status = 'ready' ORDER BY kind <> 'original', seq",
                 &[&job_id],
             )?
@@ -798,6 +798,7 @@ impl Store for PostgresStore {
                 kind: r.get(1),
                 language: r.get(2),
                 label: r.get::<_, Option<String>>(3).map(from_pg_text),
+                created_at: r.get(4),
             })
             .collect())
         })

@@ -470,8 +470,8 @@ pub fn revision_entries(
 /// The ready transcripts of a job, the original first.
 pub fn ready_transcripts(c: &Connection, job_id: &str) -> rusqlite::Result<Vec<TranscriptInfo>> {
     let mut stmt = c.prepare_cached(
-        "SELECT id, kind, language, label FROM transcripts WHERE job_id = ?1 AND status = 'ready'
-         ORDER BY kind != 'original', seq",
+        "SELECT id, kind, language, label, created_at FROM transcripts
+         WHERE job_id = ?1 AND status = 'ready' ORDER BY kind != 'original', seq",
     )?;
     let rows = stmt.query_map([job_id], |r| {
         Ok(TranscriptInfo {
@@ -479,6 +479,7 @@ pub fn ready_transcripts(c: &Connection, job_id: &str) -> rusqlite::Result<Vec<T
             kind: r.get(1)?,
             language: r.get(2)?,
             label: r.get(3)?,
+            created_at: r.get(4)?,
         })
     })?;
     rows.collect()

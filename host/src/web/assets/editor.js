@@ -270,7 +270,13 @@ function renderCue(cue, k) {
   );
   text.prepend(speakers.label(cue, li)); // speakers.js: names and colours
   if (cue.source !== undefined) {
-    li.append(el("div", { class: "source", text: cue.source, title: "The original over the same time" }));
+    const src = el("div", { class: "source", text: cue.source, title: "The original over the same time" });
+    if (cue.sourceChanged) {
+      // The original's words here changed since this cue was made or last edited.
+      li.classList.add("source-changed");
+      src.prepend(el("strong", { class: "changed", text: "Original changed: " }));
+    }
+    li.append(src);
   }
   if (cue.warnings.length > 0) {
     li.classList.add("has-problem");
@@ -583,7 +589,28 @@ async function edit(op, onSaved = null) {
   state.undo.push(before);
   state.redo = [];
   keepSelection(() => apply(data));
+  if (op.op === "text" || op.op === "replace") offerCarry(data);
   return true;
+}
+
+// Versions in sync (issue 22, item 7): a text edit of the original offers itself to the clean
+// version, where the server makes it on the same words (or says why it cannot).
+function offerCarry(data) {
+  const clean = data.transcript?.kind === "original" && data.transcripts?.find((t) => t.kind === "clean");
+  $("carry").hidden = !clean;
+  if (!clean) return;
+  state.carry = { transcript: clean.id, revision: clean.revision, sourceRevision: data.transcript.revision };
+  $("carry-text").textContent = `Make the same change in ${clean.label ?? "the clean version"}?`;
+}
+
+async function carry() {
+  const c = state.carry;
+  $("carry").hidden = true;
+  if (!c) return;
+  state.carry = null;
+  const done = await post("edit", { transcript: c.transcript, revision: c.revision, op: "carry", sourceRevision: c.sourceRevision });
+  savedState();
+  if (done) info(`Made the same change in the clean version (its revision ${done.transcript?.revision}).`);
 }
 
 async function restoreTo(revision, note) {
@@ -1404,6 +1431,11 @@ $("transcript").addEventListener("change", (e) => {
   });
 });
 // Their version is loaded; the text typed here (kept as a draft) opens again in its cue.
+$("carry-apply").addEventListener("click", () => carry());
+$("carry-dismiss").addEventListener("click", () => {
+  state.carry = null;
+  $("carry").hidden = true;
+});
 $("conflict-reload").addEventListener("click", () =>
   serial(async () => {
     $("conflict").hidden = true;

@@ -128,6 +128,25 @@ pub async fn edit(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
                 "Laid cues out again".to_string()
             }
             "redetect" => super::speakers::redetect(&app2, &jid, &mut words, &body)?,
+            "carry" => {
+                // An edit of the original (its revision `sourceRevision`) made here too.
+                let r = body
+                    .get("sourceRevision")
+                    .and_then(Value::as_i64)
+                    .filter(|r| *r >= 1)
+                    .ok_or_else(|| WebError::BadRequest("Name the original's revision.".into()))?;
+                let clean = c
+                    .ready_transcripts(&job.id)?
+                    .into_iter()
+                    .any(|t| t.id == tid && t.kind == "clean");
+                let original = c.transcript_head(&job.id, None)?.map(|h| h.0);
+                let Some(sid) = original.filter(|_| clean) else {
+                    return Err(WebError::BadRequest(
+                        "Only the clean version takes the original's edits.".into(),
+                    ));
+                };
+                super::versions::carry(&mut words, &c.revision_entries(&sid, r)?)?
+            }
             _ if timing => {
                 let t = set_time(&mut words, &old, &body, &settings, fr)?;
                 let note = t.note.clone();

@@ -16,7 +16,9 @@
 //! - `settings`: the layout settings and the lead-in, changed as a revision.
 //! - `speakers`: the project's speaker names and the speaker operations (a cue, a selection,
 //!   a turn, merging two speakers).
-//! - `translations`: adding a translation (a copy of the original or an imported file).
+//! - `translations`: adding a translation (a copy of the original or an imported file);
+//!   `versions`: an edit of the original carried to the clean version, and the translation
+//!   cues whose source changed since they were made or last edited.
 //!
 //! Every edit names the transcript's revision it was made on; the server applies it to the stored
 //! words and saves with compare-and-swap, so a second tab or a colleague gets a conflict rather
@@ -37,6 +39,7 @@ mod settings;
 mod speakers;
 mod timing;
 mod translations;
+mod versions;
 mod view;
 
 #[cfg(test)]

@@ -8,8 +8,25 @@ use serde_json::Value;
 use super::super::WebError;
 use super::usize_field;
 
-/// Applies one edit operation to `words`; the note for the history.
+/// Applies one edit operation to `words`; the note for the history. Words timed by hand
+/// (`Break::Timed` after the last) stay so: the operations see an ordinary cue break there.
 pub fn apply_op(words: &mut Vec<Word>, op: &Value) -> Result<String, WebError> {
+    let timed = words.last().and_then(|w| w.break_after) == Some(Break::Timed);
+    if let Some(w) = words.last_mut().filter(|_| timed) {
+        w.break_after = Some(Break::Cue);
+    }
+    let done = apply(words, op);
+    if let Some(w) = words
+        .last_mut()
+        .filter(|w| timed && w.break_after == Some(Break::Cue))
+    {
+        w.break_after = Some(Break::Timed);
+    }
+    done
+}
+
+/// [`apply_op`] on words with no `Break::Timed`.
+fn apply(words: &mut Vec<Word>, op: &Value) -> Result<String, WebError> {
     let kind = op.get("op").and_then(Value::as_str).unwrap_or("");
     let range = |words: &Vec<Word>| -> Result<(usize, usize), WebError> {
         let from = usize_field(op, "from")?;
@@ -208,9 +225,13 @@ pub fn apply_op(words: &mut Vec<Word>, op: &Value) -> Result<String, WebError> {
     }
 }
 
-/// Whether `words` are pinned (`engine::pin`): their manual breaks are the whole segmentation.
+/// Whether `words` are pinned (`engine::pin`): their manual breaks are the whole segmentation
+/// (timed by hand or not).
 pub fn pinned(words: &[Word]) -> bool {
-    words.last().and_then(|w| w.break_after) == Some(Break::Cue)
+    matches!(
+        words.last().and_then(|w| w.break_after),
+        Some(Break::Cue | Break::Timed)
+    )
 }
 
 /// A text edit that emptied the last cue leaves words still pinned.

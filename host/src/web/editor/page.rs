@@ -42,6 +42,9 @@ pub async fn page(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
          <button type=\"button\" id=\"conflict-reload\">Load their version</button></div>\
          <div id=\"problem\" class=\"banner\" role=\"alert\" hidden></div>\
          <div id=\"notice\" class=\"banner notice\" role=\"status\" hidden></div>\
+         <div id=\"carry\" class=\"banner notice\" role=\"status\" hidden><span id=\"carry-text\"></span> \
+         <button type=\"button\" id=\"carry-apply\">Apply to the clean version</button> \
+         <button type=\"button\" id=\"carry-dismiss\">Not there</button></div>\
          <div class=\"player\"><div id=\"picture\"></div>\
          <canvas id=\"wave\" height=\"96\" aria-label=\"Waveform: click to seek\"></canvas>\
          <div class=\"transport\"><button type=\"button\" id=\"play\">Play</button>\

@@ -285,11 +285,14 @@ pub(super) fn editor_json(
         });
     }
     let list = c.ready_transcripts(&job.id)?;
-    out["transcripts"] = Value::Array(
-        list.iter()
-            .map(|t| json!({"id": t.id, "kind": t.kind, "language": t.language, "label": t.label}))
-            .collect(),
-    );
+    // Each with its revision: the page carries an edit of the original to the clean version
+    // at the revision it names (`versions::carry`).
+    let mut listed = Vec::with_capacity(list.len());
+    for t in &list {
+        let rev = c.transcript_head(&job.id, Some(&t.id))?.map(|h| h.1);
+        listed.push(json!({"id": t.id, "kind": t.kind, "language": t.language, "label": t.label, "revision": rev}));
+    }
+    out["transcripts"] = Value::Array(listed);
     let (transcript_id, revision, stored) = match loaded {
         Some(l) => l,
         None => load_stored(c, &job.id, transcript)?,
@@ -312,6 +315,30 @@ pub(super) fn editor_json(
         }
     };
     cache::keep(&transcript_id, revision, stored.clone(), Some(view.clone()));
+    let this = list.iter().find(|t| t.id == transcript_id);
+    let kind = this.map(|t| t.kind.clone()).unwrap_or_default();
+    // Beside a translation: its cues whose source changed since (`versions`).
+    let marks = match (&view.key.source, this) {
+        (Some((sid, srev)), Some(t)) if t.kind == "translation" => {
+            let spans: Vec<(i64, i64)> = view
+                .layout
+                .cues
+                .iter()
+                .map(|c| {
+                    let s = c.words.first().map_or(c.start.0, |w| w.start.0);
+                    (s, c.words.iter().map(|w| w.end.0).max().unwrap_or(s))
+                })
+                .collect();
+            super::versions::marks(
+                c,
+                (sid, *srev),
+                (&transcript_id, revision),
+                t.created_at,
+                &spans,
+            )?
+        }
+        _ => Vec::new(),
+    };
     let cue_out = |k: usize| {
         let cue = &view.layout.cues[k];
         let from = view.starts[k];
@@ -338,6 +365,7 @@ pub(super) fn editor_json(
                             Some(Break::Line) => "line",
                             Some(Break::Cue) => "cue",
                             Some(Break::Join) => "join",
+                            Some(Break::Timed) => "timed",
                             None => "",
                         },
                     }
@@ -345,13 +373,9 @@ pub(super) fn editor_json(
                 .collect(),
             warnings: view.warnings.get(k).map(Vec::as_slice).unwrap_or_default(),
             source: view.sources.get(k).map(String::as_str),
+            source_changed: marks.get(k).copied().unwrap_or(false),
         }
     };
-    let kind = list
-        .iter()
-        .find(|t| t.id == transcript_id)
-        .map(|t| t.kind.clone())
-        .unwrap_or_default();
     out["transcript"] = json!({
         "id": transcript_id,
         "revision": revision,
@@ -422,6 +446,9 @@ pub(super) struct CueOut<'a> {
     warnings: &'a [Value],
     #[serde(skip_serializing_if = "Option::is_none")]
     source: Option<&'a str>,
+    /// A translation's cue whose source changed since the cue was made or last edited.
+    #[serde(rename = "sourceChanged", skip_serializing_if = "std::ops::Not::not")]
+    source_changed: bool,
 }
 
 /// The editor's data: the small fields as a JSON object, the cues serialized straight from the
