@@ -1313,6 +1313,38 @@ fn nudges_speakers_and_replace_all_reach_the_api() {
         &json!({"revision": 4, "op": "replace", "find": "zebra", "replace": "x"}),
     );
     assert_eq!(none.status, 400);
+    // A phrase across words, case-insensitive: "this IS a" finds "This is a"; with whole
+    // words "is" does not find the "is" inside "This", without it does.
+    let d = edit(
+        4,
+        json!({"op": "replace", "find": "this IS  a", "replace": "That was a", "caseSensitive": false}),
+    );
+    let text = || {
+        server
+            .get(&org.key, &format!("/v1/jobs/{id}/transcript?format=text"))
+            .text()
+    };
+    assert!(text().contains("That was a test"), "{}", text());
+    let case = web.post_json(
+        &format!("/editor/{id}/edit"),
+        &json!({"revision": 5, "op": "replace", "find": "that was", "replace": "x"}),
+    );
+    assert_eq!(case.status, 400, "case-sensitive unless asked");
+    let d = edit(
+        d["transcript"]["revision"].as_i64().unwrap_or(0),
+        json!({"op": "replace", "find": "was", "replace": "is", "wholeWord": true}),
+    );
+    assert!(text().contains("That is a test"), "{}", text());
+    edit(
+        d["transcript"]["revision"].as_i64().unwrap_or(0),
+        json!({"op": "replace", "find": "hat", "replace": "his"}),
+    );
+    assert!(text().contains("This is a test"), "{}", text());
+    let whole = web.post_json(
+        &format!("/editor/{id}/edit"),
+        &json!({"revision": 7, "op": "replace", "find": "his", "replace": "x", "wholeWord": true}),
+    );
+    assert_eq!(whole.status, 400, "\"his\" is inside \"This\" only");
 }
 
 /// Applies an edit answer's `patch` to the cues the page holds, as editor.js does.

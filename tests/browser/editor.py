@@ -212,7 +212,7 @@ def nothing_lost(page, ctx, errors):
     page.fill("#replace", "")
     page.click("#replace-all")
     expect(page.locator("#confirm")).to_be_visible()
-    expect(page.locator("#confirm-text")).to_contain_text("Delete “bright” from 1 word")
+    expect(page.locator("#confirm-text")).to_contain_text("Delete “bright” in 1 place")
     # The preview: the word as it is and as it will be.
     expect(page.locator("#confirm-text")).to_contain_text("bright → (nothing)")
     page.set_viewport_size({"width": 1280, "height": 720})
@@ -225,6 +225,63 @@ def nothing_lost(page, ctx, errors):
     page.click("#confirm-ok")
     rev = saved_after(page, rev)
     assert "bright" not in api_text(job), api_text(job)
+    page.fill("#find", "")
+
+
+def find_and_replace(page):
+    """Find takes whole phrases (across cues), a case option and a whole-word option, honoured by
+    the count, the highlight, find next and replace all (its preview and the server's replace)."""
+    job = cfg["video"]
+    page.goto(BASE + "/editor/" + job)
+    expect(page.locator("li.cue").first).to_be_visible()
+    before = api_cues(job)
+    assert len(before) >= 2, before
+    a = before[0][2].replace("|", " ").split()[-1]
+    b = before[1][2].replace("|", " ").split()[0]
+    joined = " ".join(c[2].replace("|", " ") for c in before)
+    step(f"a phrase across two cues ('{a} {b}'), any case")
+    phrase = f"{a.upper()}   {b.upper()}"
+    n = len(re.findall(re.escape(f"{a} {b}".lower()), joined.lower()))
+    page.fill("#find", phrase)
+    expect(page.locator("#find-count")).to_have_text(re.compile(f"^{n} in [0-9]+ cues$"))
+    cue = page.locator("li.cue")
+    expect(cue.nth(0).locator(".w.found").last).to_have_text(a)
+    expect(cue.nth(1).locator(".w.found").first).to_have_text(b)
+    page.press("#find", "Enter")
+    expect(page.locator("li.cue.selected .w.found").first).to_be_visible()
+    step("match case: the upper-cased phrase is no match")
+    page.check("#find-case")
+    expect(page.locator("#find-count")).to_have_text("no match")
+    expect(page.locator(".w.found")).to_have_count(0)
+    page.uncheck("#find-case")
+    expect(page.locator("#find-count")).to_have_text(re.compile(f"^{n} in "))
+    step("whole words: part of a word is found only without it")
+    long = next(w for w in re.findall(r"[A-Za-z]{5,}", joined)
+                if not re.search(r"(?<![A-Za-z0-9])" + re.escape(w[:-1].lower()) + r"(?![A-Za-z0-9])", joined.lower()))
+    page.fill("#find", long[:-1])
+    expect(page.locator("#find-count")).not_to_have_text("no match")
+    page.check("#find-whole")
+    expect(page.locator("#find-count")).to_have_text("no match")
+    page.fill("#find", f"{a} {b}".lower())
+    expect(page.locator("#find-count")).to_have_text(re.compile(f"^{n} in "))
+    step("replace all: the preview shows the phrase as it is and will be; the cues stay the cues")
+    new = f"{a.upper()} and {b.upper()}"
+    page.fill("#replace", new)
+    rev = int(re.search(r"\d+", page.locator("#save-state").inner_text()).group(0))
+    page.click("#replace-all")
+    expect(page.locator("#confirm-text")).to_contain_text(f"in {n} place")
+    expect(page.locator("#confirm-text")).to_contain_text(f"Cue 1: {a} {b} → {new}")
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.screenshot(path=cfg["shots"] + "/editor-find-phrase.png")
+    page.click("#confirm-ok")
+    saved_after(page, rev)
+    after = api_cues(job)
+    assert len(after) == len(before), (before, after)
+    assert new in " ".join(c[2].replace("|", " ") for c in after), after
+    if n == 1:
+        # Every cue the phrase does not touch is byte-identical.
+        assert after[2:] == before[2:], (before, after)
+    page.uncheck("#find-whole")
     page.fill("#find", "")
 
 
@@ -916,6 +973,7 @@ with sync_playwright() as pw:
     page.screenshot(path=cfg["shots"] + "/editor-video.png", full_page=True)
 
     nothing_lost(page, ctx, errors)
+    find_and_replace(page)
     the_timeline(page)
     speakers(page)
 

@@ -858,14 +858,6 @@ function confirmBox(message, ok = "Go ahead") {
   });
 }
 
-// How many stored words the server's replace would change (it replaces inside every word that
-// contains the text, case-sensitive).
-function replaceCount(find) {
-  let n = 0;
-  for (const c of state.data?.cues ?? []) for (const w of c.words) if (w.text.includes(find)) n++;
-  return n;
-}
-
 const ops = {
   split() {
     const cue = currentCue();
@@ -928,15 +920,17 @@ const ops = {
     return edit({ op: "speaker", from: cue.from, to: cue.to, speaker, everywhere });
   },
   async replace(find, replace) {
-    const n = replaceCount(find);
+    const found = findMatches(find);
+    const n = found.length;
     if (n === 0) return info(`“${find}” was not found.`);
-    const what = replace === "" ? `Delete “${find}” from ${n} ${n === 1 ? "word" : "words"}? The replacement is empty.` : `Replace “${find}” with “${replace}” in ${n} ${n === 1 ? "word" : "words"}?`;
-    // The preview: each word as it is and as it will be, by cue (the first 12).
-    const found = matches(find);
-    const lines = found.slice(0, 12).map((m) => `Cue ${m.cue.index}: ${m.word.text} → ${m.word.text.split(find).join(replace) || "(nothing)"}`);
-    if (found.length > 12) lines.push(`… and ${found.length - 12} more`);
+    const places = `${n} ${n === 1 ? "place" : "places"}`;
+    const what = replace === "" ? `Delete “${find}” in ${places}? The replacement is empty.` : `Replace “${find}” with “${replace}” in ${places}?`;
+    // The preview: the words each match touches as they are and as they will be, by cue (the
+    // first 12).
+    const lines = found.slice(0, 12).map((m) => `Cue ${m.cue.index}: ${m.before} → ${m.after(replace) || "(nothing)"}`);
+    if (n > 12) lines.push(`… and ${n - 12} more`);
     if (!(await confirmBox(`${what}\n\n${lines.join("\n")}`, replace === "" ? `Delete in ${n}` : `Replace in ${n}`))) return;
-    return edit({ op: "replace", find, replace });
+    return edit({ op: "replace", find, replace, ...findOptions() });
   },
   // Moves a cue's edge to `ms` (a drag on the timeline, a typed time, the playhead): one
   // revision; a neighbour in the way moves to keep the gap, or the server refuses and says why.
@@ -1088,33 +1082,99 @@ function back(ms) {
   seek(Math.max(0, state.media.currentTime * 1000 - ms));
 }
 
-// Find: every word holding the text (case-sensitive, as replace is) is highlighted and counted as
-// it is typed; Enter or "Find next" selects the next cue with one; "Replace all…" shows what will
-// change first.
-function matches(find) {
+// Find: a phrase in the words' texts joined by one space (so across words and cues), "Match
+// case" and "Whole words" as options: the server's rules (editor/find.rs), so the count, the
+// highlight, find next and replace all's preview are what the server's replace changes. Each
+// match's words are highlighted; Enter or "Find next" selects the next cue where one starts.
+function findOptions() {
+  return { caseSensitive: $("find-case").checked, wholeWord: $("find-whole").checked };
+}
+
+const wordChar = /[\p{Alphabetic}\p{N}]/u;
+
+function foldChar(c, sensitive) {
+  if (sensitive) return c;
+  const l = c.toLowerCase();
+  return Array.from(l).length === 1 ? l : c;
+}
+
+function findMatches(find) {
   const out = [];
-  if (!find) return out;
-  for (const c of state.data?.cues ?? []) for (const w of c.words) if (w.text.includes(find)) out.push({ cue: c, word: w });
+  const { caseSensitive, wholeWord } = findOptions();
+  const phrase = Array.from(find.split(/\s+/).filter(Boolean).join(" ")).map((c) => foldChar(c, caseSensitive));
+  if (phrase.length === 0) return out;
+  // The joined text: each character with its cue and word.
+  const chars = [];
+  const owner = [];
+  const words = [];
+  for (const c of state.data?.cues ?? []) {
+    for (const w of c.words) {
+      if (words.length) {
+        chars.push(" ");
+        owner.push(words.length - 1);
+      }
+      words.push({ cue: c, word: w });
+      for (const ch of Array.from(w.text)) {
+        chars.push(ch);
+        owner.push(words.length - 1);
+      }
+    }
+  }
+  const folded = chars.map((c) => foldChar(c, caseSensitive));
+  const m = phrase.length;
+  const starts = [];
+  let at = 0;
+  for (const x of words) {
+    starts.push(at);
+    at += Array.from(x.word.text).length + 1;
+  }
+  for (let i = 0; i + m <= folded.length; ) {
+    let hit = true;
+    for (let k = 0; k < m && hit; k++) hit = folded[i + k] === phrase[k];
+    if (hit && wholeWord) hit = (i === 0 || !wordChar.test(chars[i - 1])) && (i + m >= chars.length || !wordChar.test(chars[i + m]));
+    if (!hit) {
+      i++;
+      continue;
+    }
+    const first = owner[i];
+    const last = owner[i + m - 1];
+    const from = starts[first];
+    const to = starts[last] + Array.from(words[last].word.text).length;
+    const [a, b] = [i, i + m];
+    out.push({
+      cue: words[first].cue,
+      word: words[first].word,
+      words: words.slice(first, last + 1).map((x) => x.word),
+      before: chars.slice(from, to).join(""),
+      after: (r) => (chars.slice(from, a).join("") + r + chars.slice(b, to).join("")).trim(),
+    });
+    i += m;
+  }
   return out;
 }
 
 function updateFind() {
   const find = $("find").value;
   for (const s of document.querySelectorAll(".w.found")) s.classList.remove("found");
-  const found = matches(find);
-  if (!find) {
+  const found = findMatches(find);
+  if (!find.trim()) {
     $("find-count").textContent = "";
     return;
   }
-  for (const m of found) document.querySelector(`.w[data-i="${m.word.i}"]`)?.classList.add("found");
-  const cues = new Set(found.map((m) => m.cue.index)).size;
+  for (const m of found) for (const w of m.words) document.querySelector(`.w[data-i="${w.i}"]`)?.classList.add("found");
+  const cues = new Set(found.flatMap((m) => m.words.map((w) => cueOfWord(w.i)))).size;
   $("find-count").textContent = found.length === 0 ? "no match" : `${found.length} in ${cues} cue${cues === 1 ? "" : "s"}`;
+}
+
+// The cue (its index) that shows word `i`.
+function cueOfWord(i) {
+  return state.data.cues.findIndex((c) => c.from <= i && i < c.to);
 }
 
 function findNext() {
   const find = $("find").value;
-  const found = matches(find);
-  if (!find) return;
+  const found = findMatches(find);
+  if (!find.trim()) return;
   if (found.length === 0) return info(`“${find}” was not found.`);
   const cues = state.data.cues;
   const after = found.find((m) => m.cue.index - 1 > state.cue) ?? found[0];
@@ -1126,6 +1186,8 @@ function findNext() {
 }
 
 $("find").addEventListener("input", updateFind);
+$("find-case").addEventListener("change", updateFind);
+$("find-whole").addEventListener("change", updateFind);
 
 async function loadHistory() {
   if (!state.transcript) return;

@@ -8,6 +8,7 @@
 //! - `download`: downloads that answer exactly the API's bytes (plus the project's lead-in).
 //! - `ops`: the edit operations on the stored words (`apply_op`); `timing`: a cue's start or
 //!   end set to a time or moved by frames (a neighbour moved to keep the gap, or refused).
+//! - `find`: find and replace a phrase over the words (across cues; case and whole-word options).
 //! - `edit`: POST edit (loads, applies an operation, refuses a merge the layout cannot keep);
 //!   `save`: the compare-and-swap save of a revision and the view brought up to date;
 //!   `ranges`: the stored words each cue shows (a leaf `edit` and `ops`' tests share).
@@ -28,6 +29,7 @@
 mod download;
 mod edit;
 mod entries;
+mod find;
 mod history;
 mod media;
 mod ops;

@@ -192,34 +192,28 @@ fn apply(words: &mut Vec<Word>, op: &Value) -> Result<String, WebError> {
         }
         "speaker" | "speakerturn" | "mergespeakers" => super::speakers::apply(words, op, kind),
         "replace" => {
+            // A phrase (across words and cues), case-sensitive unless `caseSensitive` is false,
+            // whole words only with `wholeWord` (`find`).
             let find = op.get("find").and_then(Value::as_str).unwrap_or("");
             let with = op.get("replace").and_then(Value::as_str).unwrap_or("");
-            if find.trim().is_empty() || find.split_whitespace().count() != 1 {
-                return Err(WebError::BadRequest(
-                    "Find one word or part of a word (no spaces).".into(),
-                ));
+            let flag = |k: &str, d: bool| op.get(k).and_then(Value::as_bool).unwrap_or(d);
+            if find.len() > 1000 || with.len() > 1000 {
+                return Err(WebError::BadRequest("The text to find is too long.".into()));
             }
-            let mut n = 0;
-            let mut out = Vec::with_capacity(words.len());
-            for w in words.drain(..) {
-                if !w.text.contains(find) {
-                    out.push(w);
-                    continue;
-                }
-                n += 1;
-                let replaced = w.text.replace(find, with);
-                out.extend(super::super::align_text(
-                    std::slice::from_ref(&w),
-                    &replaced,
-                    w.start,
-                    w.end,
-                ));
-            }
-            *words = out;
+            let q = super::find::Query::new(
+                find,
+                flag("caseSensitive", true),
+                flag("wholeWord", false),
+            )
+            .ok_or_else(|| WebError::BadRequest("Type what to find.".into()))?;
+            let n = super::find::replace(words, &q, with);
             if n == 0 {
                 return Err(WebError::BadRequest(format!("“{find}” was not found.")));
             }
-            Ok(format!("Replaced “{find}” with “{with}” in {n} words"))
+            Ok(format!(
+                "Replaced “{find}” with “{with}” in {n} {}",
+                if n == 1 { "place" } else { "places" }
+            ))
         }
         _ => Err(WebError::BadRequest("Unknown operation.".into())),
     }
@@ -280,7 +274,7 @@ mod tests {
             &json!({"op": "replace", "find": "o", "replace": "0"}),
         )
         .expect("replace");
-        assert!(note.contains("2 words"), "{note}");
+        assert!(note.contains("2 places"), "{note}");
         assert_eq!(&*w[0].text, "0ne");
         assert_eq!((w[1].start, w[1].end), (Millis(500), Millis(900)));
         assert!(apply_op(

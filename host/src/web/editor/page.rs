@@ -69,6 +69,8 @@ pub async fn page(app: &Arc<App>, req: &WebRequest, id: &str) -> Result<Response
          <button type=\"button\" id=\"speaker-cue\">Set speaker for cue</button>\
          <button type=\"button\" id=\"speaker-all\">Set speaker everywhere</button></span>\
          <form id=\"find-form\" class=\"group\"><input id=\"find\" placeholder=\"Find\" aria-label=\"Find\" aria-describedby=\"find-count\">\
+         <label><input type=\"checkbox\" id=\"find-case\"> Match case</label>\
+         <label><input type=\"checkbox\" id=\"find-whole\"> Whole words</label>\
          <span id=\"find-count\" role=\"status\" aria-live=\"polite\"></span>\
          <button type=\"submit\" id=\"find-next\">Find next</button>\
          <input id=\"replace\" placeholder=\"Replace with\" aria-label=\"Replace with\">\
