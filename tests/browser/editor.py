@@ -285,6 +285,69 @@ def find_and_replace(page):
     page.fill("#find", "")
 
 
+def one_screen(page):
+    """At 800 px wide the cue list and the subtitle over the picture keep the real line breaks; at
+    1280x720 a video job shows its picture, the timeline and at least six whole cues at once."""
+    job = cfg["video"]
+    page.set_viewport_size({"width": 800, "height": 900})
+    page.goto(BASE + "/editor/" + job)
+    expect(page.locator("li.cue").first).to_be_visible()
+    wait_js(page, "document.querySelector('video') && document.querySelector('video').readyState >= 2", 15000)
+    step("800 px wide: the list and the subtitle over the picture show a cue's real line breaks")
+    cues = json.loads(api(f"/v1/jobs/{job}/transcript"))["cues"]
+    k = next(i for i, c in enumerate(cues) if len(c["lines"]) >= 2)
+    want = cues[k]["lines"]
+    page.evaluate(f"document.querySelector('video').currentTime = {(cues[k]['start'] + cues[k]['end']) / 2}")
+    wait_js(page, "!document.getElementById('subtitle').hidden")
+    shown = page.evaluate(f"""(() => {{
+        const rows = (els) => els.map((e) => [e.textContent.replace(/\\s+/g, ' ').trim(), Math.round(e.getBoundingClientRect().top)]);
+        return {{ list: rows(Array.from(document.querySelectorAll('li.cue')[{k}].querySelectorAll('.line'))),
+                  over: rows(Array.from(document.querySelectorAll('#subtitle span'))) }};
+    }})()""")
+    print("   ", shown, flush=True)
+    for where in ("list", "over"):
+        assert [t for t, _ in shown[where]] == want, (where, shown, want)
+        tops = [y for _, y in shown[where]]
+        assert all(b > a for a, b in zip(tops, tops[1:])), (where, shown)
+    page.screenshot(path=cfg["shots"] + "/editor-video-800.png")
+
+    page.set_viewport_size({"width": 1280, "height": 720})
+    step("enough cues to fill the list: the video job's cues split word by word")
+    while cue_count(page) < 9:
+        rows = page.locator("li.cue")
+        k = next((i for i in reversed(range(rows.count())) if rows.nth(i).locator(".w").count() >= 2), None)
+        if k is None:
+            break
+        rev = int(re.search(r"\d+", page.locator("#save-state").inner_text()).group(0))
+        rows.nth(k).locator(".w").nth(1).click()
+        page.click("#split")
+        saved_after(page, rev)
+    assert cue_count(page) >= 7, cue_count(page)
+    page.locator("#cues").evaluate("(l) => { l.scrollTop = 0; }")
+    step("1280x720: the picture, the timeline and six whole cues on one screen")
+    box = page.evaluate("""(() => {
+        const inside = (r, o) => r.top >= o.top - 0.5 && r.bottom <= o.bottom + 0.5 && r.left >= o.left - 0.5 && r.right <= o.right + 0.5;
+        const view = { top: 0, left: 0, bottom: innerHeight, right: innerWidth };
+        const list = document.getElementById('cues').getBoundingClientRect();
+        const rows = Array.from(document.querySelectorAll('li.cue')).filter((li) => {
+            const r = li.getBoundingClientRect();
+            return r.height > 0 && inside(r, view) && inside(r, list);
+        }).length;
+        const video = document.querySelector('#picture video').getBoundingClientRect();
+        const wave = document.getElementById('wave').getBoundingClientRect();
+        return { rows, video: Math.round(video.height), videoInside: inside(video, view),
+                 wave: Math.round(wave.height), waveInside: inside(wave, view),
+                 tools: Math.round(document.querySelector('.tools').getBoundingClientRect().height),
+                 page: document.documentElement.scrollHeight };
+    })()""")
+    print("   ", box, flush=True)
+    page.screenshot(path=cfg["shots"] + "/editor-video-720-cues.png")
+    assert box["rows"] >= 6, box
+    assert box["videoInside"] and box["video"] >= 150, box
+    assert box["waveInside"] and box["wave"] >= 80, box
+    assert box["page"] <= 720, box
+
+
 def the_timeline(page):
     """Cue edges dragged on the timeline reach the API; the timeline zooms."""
     job = cfg["video"]
@@ -976,6 +1039,7 @@ with sync_playwright() as pw:
     find_and_replace(page)
     the_timeline(page)
     speakers(page)
+    one_screen(page)
 
     assert not errors, errors
     ctx.close()
