@@ -388,3 +388,68 @@ fn the_worker_protocol_carries_the_vocabulary_prompt_and_whisper_pieces_become_w
         assert_eq!(request["wav"], wav.to_str().unwrap());
     }
 }
+
+#[test]
+fn a_run_on_window_is_tried_again_greedily_and_kept_only_when_that_try_is_better() {
+    // The first decode of the one window comes back run-on (14 words, lowercase, no sentence
+    // end). It is decoded again with a punctuated prompt and `greedy` (temperature 0 only: a
+    // sampling fallback holds five candidates at once, about 100 MB more in the worker). A
+    // retry that failed Whisper's checks answers no words, and the first try's words stand; a
+    // retry with more sentence ends replaces them.
+    let run_on: Vec<String> = (0..14)
+        .map(|k| format!(r#"{{"w": " word{k}", "s": {k}.0, "e": {k}.5}}"#))
+        .collect();
+    let punctuated = r#"[{"w": " One.", "s": 0.0, "e": 0.5}, {"w": " Two.", "s": 1.0, "e": 1.5}]"#;
+    for (retry, expected) in [
+        (
+            "[]",
+            (0..14)
+                .map(|k| format!("word{k}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+        (punctuated, "One. Two.".to_string()),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, pieces) in [
+            ("first.json", format!("[{}]", run_on.join(", "))),
+            ("retry.json", retry.to_string()),
+        ] {
+            let line =
+                format!(r#"{{"id": ID, "done": true, "language": "en", "words": {pieces}}}"#);
+            std::fs::write(dir.path().join(name), line + "\n").unwrap();
+        }
+        let decode = format!(
+            "case \"$line\" in *'\"greedy\":true'*) f=retry.json ;; *) f=first.json ;; esac\n\
+             sed \"s/ID/$id/\" '{}'/$f",
+            dir.path().display()
+        );
+        let python = protocol_stand_in(
+            dir.path(),
+            "",
+            &answer_windows(&[(0, 480_000)], 480_000),
+            &decode,
+        );
+        let wav = fake_wav(dir.path(), "a.wav");
+        let recognizer = WhisperRecognizer::new(WhisperOptions {
+            python,
+            ..WhisperOptions::default()
+        });
+        let heard = recognizer.recognize(&wav, "en", &[]).unwrap();
+        assert_eq!(speech::transcript(&heard.words), expected);
+        let decodes: Vec<serde_json::Value> = requests(dir.path())
+            .into_iter()
+            .filter(|r| r["op"] == "decode")
+            .collect();
+        assert_eq!(decodes.len(), 2, "{decodes:?}");
+        assert_eq!(decodes[0]["greedy"], false);
+        assert!(decodes[0]["prompt"].is_null(), "{decodes:?}");
+        assert_eq!(decodes[1]["greedy"], true);
+        assert!(
+            decodes[1]["prompt"]
+                .as_str()
+                .is_some_and(|p| p.ends_with('.')),
+            "{decodes:?}"
+        );
+    }
+}

@@ -659,6 +659,7 @@ impl WhisperRecognizer {
                 (s, e),
                 language,
                 item.prompt.as_deref(),
+                item.retry,
                 self.id(),
                 plan.deadline,
             );
@@ -1178,19 +1179,22 @@ impl Worker {
         Ok(language)
     }
 
-    /// One window's pieces and language.
+    /// One window's pieces and language. `greedy` (a run-on window's second try): temperature 0
+    /// only, no pieces when that fails Whisper's checks (whisper_worker.py says why).
+    #[allow(clippy::too_many_arguments)]
     fn decode(
         &mut self,
         wav: &Path,
         (start, end): (u64, u64),
         language: Option<&str>,
         prompt: Option<&str>,
+        greedy: bool,
         id: u64,
         deadline: Instant,
     ) -> Result<Decoded, AskError> {
         let request = serde_json::json!({
             "id": id, "op": "decode", "wav": wav, "start": start, "end": end,
-            "language": language, "prompt": prompt,
+            "language": language, "prompt": prompt, "greedy": greedy,
         });
         let mut decoded = None;
         self.ask(&request, id, deadline, |line| {

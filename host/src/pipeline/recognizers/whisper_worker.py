@@ -16,10 +16,15 @@
 #       -> {"id": 2, "done": true, "language": "en"}  (the first window detected with probability >= 0.5, else
 #          the most probable over the windows)
 #   {"id": 3, "op": "decode", "wav": "...", "start": s, "end": e, "language": "en" | null,
-#    "prompt": "..." | null}
+#    "prompt": "..." | null, "greedy": false}
 #       -> {"id": 3, "done": true, "language": "en", "words": [{"w": " Hello,", "s": 0.52, "e": 0.91, "p": 0.97}]}
 #          (language null: detected on this window; times in seconds in the whole file; pieces as
 #          Whisper writes them, a leading space starting a new word: cuecraft joins them)
+#       "greedy": true (cuecraft's second try of a run-on window, with a prompt) decodes at
+#       temperature 0 only and answers no words when that decode fails Whisper's own checks
+#       (repetition or low confidence) instead of falling back to sampling: a fallback samples
+#       five candidates at once (best_of), which took the worker from 391 to 490 MB for a second
+#       on a dense hour, and a retry that needs it is not better than the first try anyway.
 #
 # Windows: the Silero voice-activity model that faster-whisper ships (threshold 0.5, 300 ms of
 # silence ends speech, 200 ms padding, speech longer than 29 s split at its last pause) finds
@@ -243,8 +248,14 @@ def speech_windows(wav, emit):
         emit("window", window)
 
 
-def decode(model, beam, chunk, lang, prompt, offset):
-    """One window's word pieces, with times in the whole file."""
+# Whisper's checks of a decode; one that fails them is tried again at the next temperature.
+COMPRESSION_RATIO_THRESHOLD = 2.4
+LOG_PROB_THRESHOLD = -1.0
+
+
+def decode(model, beam, chunk, lang, prompt, offset, greedy=False):
+    """One window's word pieces, with times in the whole file. `greedy`: temperature 0 only, and
+    no pieces at all when that decode fails Whisper's checks (see the header)."""
     segments, _info = model.transcribe(
         chunk,
         language=lang,
@@ -253,13 +264,19 @@ def decode(model, beam, chunk, lang, prompt, offset):
         condition_on_previous_text=False,
         initial_prompt=prompt,
         vad_filter=False,
-        temperature=[0.0, 0.2, 0.4, 0.6],
-        compression_ratio_threshold=2.4,
-        log_prob_threshold=-1.0,
+        temperature=[0.0] if greedy else [0.0, 0.2, 0.4, 0.6],
+        compression_ratio_threshold=COMPRESSION_RATIO_THRESHOLD,
+        log_prob_threshold=LOG_PROB_THRESHOLD,
         no_speech_threshold=0.6,
     )
     out = []
     for seg in segments:
+        failed = (
+            seg.compression_ratio > COMPRESSION_RATIO_THRESHOLD
+            or seg.avg_logprob < LOG_PROB_THRESHOLD
+        )
+        if greedy and failed:
+            return []
         for w in seg.words or []:
             out.append(
                 {
@@ -306,7 +323,10 @@ def answer(req, model, beam, send):
             lang = req.get("language")
             if lang is None:
                 lang, _ = detect(model, chunk)
-            words = decode(model, beam, chunk, lang, req.get("prompt"), s / SAMPLE_RATE)
+            words = decode(
+                model, beam, chunk, lang, req.get("prompt"), s / SAMPLE_RATE,
+                greedy=bool(req.get("greedy")),
+            )
             send({"done": True, "language": lang, "words": words})
         else:
             send({"error": f"unknown request {op!r}"})
