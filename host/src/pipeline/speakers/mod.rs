@@ -134,25 +134,30 @@ pub fn redetect(media: &Path, words: &mut [RawWord], count: usize) -> Result<Out
     Ok(apply(words, labels, Mode::Voice))
 }
 
-/// Each word's statistics from `media`'s first audio stream, decoded by ffmpeg to 16 kHz mono
-/// and streamed into [`features::word_stats`].
-fn mono_stats(media: &Path, spans: &[Span]) -> Result<Vec<Stats>, String> {
+/// ffmpeg decoding `media`'s first audio stream to 16 kHz 16-bit PCM with `channels` channels on
+/// its standard output (streamed by the caller, never stored).
+fn pcm_stream(media: &Path, channels: u8) -> Result<std::process::Child, String> {
     let mut url = std::ffi::OsString::from("file:");
     url.push(media.as_os_str());
-    let mut child = crate::child::ends_with_server(
+    crate::child::ends_with_server(
         Command::new("ffmpeg")
             .args(["-nostdin", "-v", "error", "-i"])
             .arg(url)
-            .args([
-                "-vn", "-sn", "-dn", "-map", "0:a:0", "-ac", "1", "-ar", "16000",
-            ])
-            .args(["-f", "s16le", "-c:a", "pcm_s16le", "-"]),
+            .args(["-vn", "-sn", "-dn", "-map", "0:a:0", "-ac"])
+            .arg(channels.to_string())
+            .args(["-ar", "16000", "-f", "s16le", "-c:a", "pcm_s16le", "-"]),
     )
     .stdin(Stdio::null())
     .stdout(Stdio::piped())
     .stderr(Stdio::null())
     .spawn()
-    .map_err(|e| format!("could not run ffmpeg: {e}"))?;
+    .map_err(|e| format!("could not run ffmpeg: {e}"))
+}
+
+/// Each word's statistics from `media`'s first audio stream, decoded by ffmpeg to 16 kHz mono
+/// and streamed into [`features::word_stats`].
+fn mono_stats(media: &Path, spans: &[Span]) -> Result<Vec<Stats>, String> {
+    let mut child = pcm_stream(media, 1)?;
     let stats = child
         .stdout
         .take()
@@ -322,22 +327,7 @@ fn audio_channels(media: &Path) -> Option<usize> {
 /// Channel mode: each word's energy on the left and on the right (16 kHz stereo streamed from
 /// ffmpeg, never stored), and the louder side per word when the channels carry different people.
 fn by_channel(media: &Path, spans: &[Span]) -> Result<Option<Vec<usize>>, String> {
-    let mut url = std::ffi::OsString::from("file:");
-    url.push(media.as_os_str());
-    let mut child = crate::child::ends_with_server(
-        Command::new("ffmpeg")
-            .args(["-nostdin", "-v", "error", "-i"])
-            .arg(url)
-            .args([
-                "-vn", "-sn", "-dn", "-map", "0:a:0", "-ac", "2", "-ar", "16000",
-            ])
-            .args(["-f", "s16le", "-c:a", "pcm_s16le", "-"]),
-    )
-    .stdin(Stdio::null())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::null())
-    .spawn()
-    .map_err(|e| format!("could not run ffmpeg: {e}"))?;
+    let mut child = pcm_stream(media, 2)?;
     let mut energy = vec![[0f64; 2]; spans.len()];
     let read = child
         .stdout
