@@ -29,7 +29,8 @@
 # Windows: the Silero voice-activity model that faster-whisper ships (threshold 0.5, 300 ms of
 # silence ends speech, 200 ms padding, speech longer than 29 s split at its last pause) finds
 # speech chunks; consecutive chunks are merged into windows spanning at most 30 s, so no word
-# straddles a fixed 30 s cut and nothing is decoded where nobody speaks.
+# straddles a fixed 30 s cut and nothing is decoded where nobody speaks. Each window is decoded in
+# one pass (see `decode`); only a window that fails Whisper's checks goes through its fallback.
 import json
 import struct
 import sys
@@ -251,32 +252,52 @@ def speech_windows(wav, emit):
 # Whisper's checks of a decode; one that fails them is tried again at the next temperature.
 COMPRESSION_RATIO_THRESHOLD = 2.4
 LOG_PROB_THRESHOLD = -1.0
+NO_SPEECH_THRESHOLD = 0.6
+# A one-pass decode covers its window when its last word ends at most this many seconds before
+# the window does and no word lasts longer than LONG_WORD_S (see `decode`).
+REST_S = 1.0
+LONG_WORD_S = 2.0
 
 
 def decode(model, beam, chunk, lang, prompt, offset, greedy=False):
     """One window's word pieces, with times in the whole file. `greedy`: temperature 0 only, and
-    no pieces at all when that decode fails Whisper's checks (see the header)."""
-    segments, _info = model.transcribe(
-        chunk,
-        language=lang,
-        beam_size=beam,
-        word_timestamps=True,
-        condition_on_previous_text=False,
-        initial_prompt=prompt,
-        vad_filter=False,
-        temperature=[0.0] if greedy else [0.0, 0.2, 0.4, 0.6],
-        compression_ratio_threshold=COMPRESSION_RATIO_THRESHOLD,
-        log_prob_threshold=LOG_PROB_THRESHOLD,
-        no_speech_threshold=0.6,
-    )
+    no pieces at all when that decode fails Whisper's checks (see the header).
+
+    First the window in one pass (one encoder pass, one beam search, words aligned to it). That
+    is kept when it passes Whisper's checks and covers the window: its last word ends within
+    `REST_S` of the window's end and no word is stretched over more than `LONG_WORD_S` (where
+    Whisper stops early or skips speech, the alignment stretches a word over what it left out:
+    seen on espeak-ng German, a word "lasting" 21 s). Otherwise the window goes through Whisper's
+    own long-form loop as before, which, given word times, starts a second pass at the last
+    word's end whenever its decode did not end on a timestamp: for a speech window nearly
+    always, an encoder pass and a beam search over its last fraction of a second padded to 30 s
+    that found nothing or invented words, and fell back to sampling doing so. One pass where it
+    holds is a third less CPU on speech (docs/decisions/pipeline.md, "Windows").
+    """
+    if len(chunk) == 0:
+        return []
+    segments = one_pass(model, beam, chunk, lang, prompt)
+    if segments is not None and not covers(segments, len(chunk) / SAMPLE_RATE):
+        segments = None
+    if segments is None:
+        segments, _info = model.transcribe(
+            chunk,
+            language=lang,
+            beam_size=beam,
+            word_timestamps=True,
+            condition_on_previous_text=False,
+            initial_prompt=prompt,
+            vad_filter=False,
+            temperature=[0.0] if greedy else [0.0, 0.2, 0.4, 0.6],
+            compression_ratio_threshold=COMPRESSION_RATIO_THRESHOLD,
+            log_prob_threshold=LOG_PROB_THRESHOLD,
+            no_speech_threshold=NO_SPEECH_THRESHOLD,
+        )
+        segments = list(segments)
+        if greedy and any(fails(seg) for seg in segments):
+            return []
     out = []
     for seg in segments:
-        failed = (
-            seg.compression_ratio > COMPRESSION_RATIO_THRESHOLD
-            or seg.avg_logprob < LOG_PROB_THRESHOLD
-        )
-        if greedy and failed:
-            return []
         for w in seg.words or []:
             out.append(
                 {
@@ -287,6 +308,51 @@ def decode(model, beam, chunk, lang, prompt, offset, greedy=False):
                 }
             )
     return out
+
+
+def fails(seg):
+    """Whether a segment fails Whisper's checks: repetition or low confidence."""
+    return (
+        seg.compression_ratio > COMPRESSION_RATIO_THRESHOLD
+        or seg.avg_logprob < LOG_PROB_THRESHOLD
+    )
+
+
+def covers(segments, seconds):
+    """Whether a one-pass decode's words cover a window of `seconds`: words in it, the last
+    ending within `REST_S` of its end, none longer than `LONG_WORD_S`."""
+    words = [w for seg in segments for w in seg.words or []]
+    if not words:
+        return False
+    return seconds - words[-1].end <= REST_S and all(
+        w.end - w.start <= LONG_WORD_S for w in words
+    )
+
+
+def one_pass(model, beam, chunk, lang, prompt):
+    """The segments of a single decode of `chunk` at temperature 0 without timestamp tokens
+    (faster-whisper's batched path with the window as its one clip), or None when that decode
+    fails Whisper's checks: repetition (compression ratio) or low confidence (mean
+    log-probability, which is also where Whisper's no-speech rule applies)."""
+    from faster_whisper import BatchedInferencePipeline
+
+    segments, _info = BatchedInferencePipeline(model).transcribe(
+        chunk,
+        language=lang,
+        beam_size=beam,
+        word_timestamps=True,
+        initial_prompt=prompt,
+        vad_filter=False,
+        clip_timestamps=[{"start": 0.0, "end": len(chunk) / SAMPLE_RATE}],
+        batch_size=1,
+        without_timestamps=True,
+        temperature=[0.0],
+        log_progress=False,
+    )
+    segments = list(segments)
+    if any(fails(seg) for seg in segments):
+        return None
+    return segments
 
 
 def detect(model, audio):
