@@ -259,7 +259,27 @@ fn cpu_report() {
 
 criterion_group!(benches, bench);
 
+/// `cargo bench --bench layout -- layouts N`: N smart layouts of the 10-hour transcript and
+/// nothing else, to be counted by an instruction counter, which no load on the machine moves:
+/// `valgrind --tool=cachegrind --cache-sim=no target/release/deps/layout-HASH layouts 1`, less the
+/// same with `layouts 0` (making the transcript).
+fn layouts(n: usize) {
+    let ten = transcript(10);
+    for _ in 0..n {
+        std::hint::black_box(layout(
+            std::hint::black_box(&ten),
+            &Settings::default(),
+            FrameRate::FPS_25,
+        ));
+    }
+}
+
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|a| a == "layouts") {
+        let n = args.get(at + 1).and_then(|n| n.parse().ok()).unwrap_or(1);
+        return layouts(n);
+    }
     benches();
     // `cargo bench --bench layout -- cpu` runs only the CPU-time report.
     if std::env::args().any(|a| a == "cpu") || std::env::args().len() <= 2 {
