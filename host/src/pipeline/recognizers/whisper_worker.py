@@ -269,10 +269,10 @@ def decode(model, beam, chunk, lang, prompt, offset, greedy=False):
     Whisper stops early or skips speech, the alignment stretches a word over what it left out:
     seen on espeak-ng German, a word "lasting" 21 s). Otherwise the window goes through Whisper's
     own long-form loop as before, which, given word times, starts a second pass at the last
-    word's end whenever its decode did not end on a timestamp: for a speech window nearly
-    always, an encoder pass and a beam search over its last fraction of a second padded to 30 s
-    that found nothing or invented words, and fell back to sampling doing so. One pass where it
-    holds is a third less CPU on speech (docs/decisions/pipeline.md, "Windows").
+    word's end whenever its decode did not end on a timestamp: an encoder pass and a beam
+    search over the window's last fraction of a second padded to 30 s, which finds nothing or
+    invents words (falling back to sampling as it does). One pass gives better words on the
+    recognition corpus (docs/decisions/pipeline.md, "Windows").
     """
     if len(chunk) == 0:
         return []
