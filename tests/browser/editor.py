@@ -533,6 +533,9 @@ def the_timeline(page):
     page.screenshot(path=cfg["shots"] + "/editor-problems.png")
     fix = page.locator('li.cue button.fix[data-fix="pace"]')
     if fix.count() > 0:
+        # At 1280 px each fix's label is on one line (it wrapped to "Extend to / pace").
+        rows = page.evaluate("Array.from(document.querySelectorAll('li.cue button.fix')).filter((b) => b.offsetParent).map((b) => { const r = document.createRange(); r.selectNodeContents(b); return [b.textContent, new Set(Array.from(r.getClientRects()).map((x) => Math.round(x.top))).size]; })")
+        assert rows and all(n == 1 for _, n in rows), rows
         li = fix.first.locator("xpath=ancestor::li[1]")
         idx = int(li.get_attribute("data-k"))
         rev = int(re.search(r"\d+", page.locator("#save-state").inner_text()).group())
