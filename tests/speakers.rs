@@ -5,6 +5,8 @@
 //! never failed. The recognizer is a command plug-in that prints the words of the recording (their
 //! times placed inside each spoken turn), with speaker 0 on every word, so the speakers come from
 //! the service's own diarization of the real audio, in seconds rather than a Whisper run.
+//! pocketsphinx's words (speaker 0 on every word) get their speakers the same way, and a
+//! plug-in that names its own speakers keeps them.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -665,4 +667,68 @@ fn detecting_speakers_again_takes_the_count_asked_and_keeps_what_a_person_set() 
     }
     let d = web.get_json(&format!("/editor/{id}/data")).json();
     assert_eq!(d["transcript"]["revision"], 4);
+}
+
+/// Each cue's speaker, in order.
+fn cue_speakers(server: &Server, org: &Org, id: &str) -> (Vec<u64>, Value) {
+    let body = server
+        .get(&org.key, &format!("/v1/jobs/{id}/transcript"))
+        .json();
+    let speakers = body["cues"]
+        .as_array()
+        .expect("cues")
+        .iter()
+        .map(|c| c["speaker"].as_u64().expect("speaker"))
+        .collect();
+    (speakers, body)
+}
+
+#[test]
+fn pocketsphinx_words_get_speakers_from_the_service() {
+    // pocketsphinx gives every word speaker 0: the two voices come from the diarization.
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let (media, _) = conversation(tmp.path());
+    let server = Server::start_default_recognizer(&[
+        "--recognizer",
+        "pocketsphinx",
+        "--workers",
+        "1",
+        RATE[0],
+        RATE[1],
+    ]);
+    let org = server.org(100_000, &[]);
+    let job = job(&server, &org, &media, "en");
+    assert_eq!(job["status"], "ready", "{job}\n{}", server.log());
+    let (speakers, body) = cue_speakers(&server, &org, job["id"].as_str().expect("id"));
+    let found: std::collections::BTreeSet<_> = speakers.iter().collect();
+    assert_eq!(found.len(), 2, "{body}");
+    // The host opens (speaker 0) and the guest's long answer closes the recording.
+    assert_eq!(speakers.first(), Some(&0), "{body}");
+    assert_eq!(speakers.last(), Some(&1), "{body}");
+}
+
+#[test]
+fn a_plug_ins_own_speakers_are_kept() {
+    // The plug-in names three speakers (sentence k is speaker k mod 3) on a recording of two
+    // voices: the service's diarization, which finds two here, must not replace them.
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let (media, _) = conversation(tmp.path());
+    let path = tmp.path().join("words-en.json");
+    let mut recognized: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("words")).expect("json");
+    let mut k = 0;
+    for w in recognized["words"].as_array_mut().expect("words") {
+        w["speaker"] = json!(k % 3);
+        if w["text"].as_str().is_some_and(|t| t.ends_with(['.', '?'])) {
+            k += 1;
+        }
+    }
+    std::fs::write(&path, recognized.to_string()).expect("words");
+    let server = server_in(tmp);
+    let org = server.org(100_000, &[]);
+    let job = job(&server, &org, &media, "en");
+    assert_eq!(job["status"], "ready", "{job}\n{}", server.log());
+    let (speakers, body) = cue_speakers(&server, &org, job["id"].as_str().expect("id"));
+    let found: std::collections::BTreeSet<_> = speakers.iter().copied().collect();
+    assert_eq!(found, [0, 1, 2].into(), "{body}");
 }
