@@ -136,3 +136,80 @@ fn cues_start_on_a_cut_and_end_two_frames_before_one_while_audio_keeps_its_timin
         .text();
     assert!(srt.contains("00:00:01,120 --> 00:00:03,240"), "{srt}");
 }
+
+/// A 4 s WAV of room tone (-60 dBFS) with a voice-like sound (a 150 Hz tone and its third
+/// harmonic at -20 dBFS) over each of `spans` (seconds).
+fn speech(dir: &Path, spans: &[(f64, f64)]) -> PathBuf {
+    let rate = 16_000usize;
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let samples: Vec<i16> = (0..4 * rate)
+        .map(|i| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let t = i as f64 / rate as f64;
+            let noise = ((seed >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0) * 57.0;
+            let ph = 2.0 * std::f64::consts::PI * t;
+            let voice = if spans.iter().any(|&(a, b)| (a..b).contains(&t)) {
+                3277.0 * ((150.0 * ph).sin() + 0.5 * (450.0 * ph).sin())
+            } else {
+                0.0
+            };
+            (noise + voice).round() as i16
+        })
+        .collect();
+    let data = (samples.len() * 2) as u32;
+    let mut bytes = Vec::new();
+    bytes.extend_from_slice(b"RIFF");
+    bytes.extend_from_slice(&(36 + data).to_le_bytes());
+    bytes.extend_from_slice(b"WAVEfmt ");
+    for v in [
+        16u32,
+        1 | (1 << 16),
+        rate as u32,
+        2 * rate as u32,
+        2 | (16 << 16),
+    ] {
+        bytes.extend_from_slice(&v.to_le_bytes());
+    }
+    bytes.extend_from_slice(b"data");
+    bytes.extend_from_slice(&data.to_le_bytes());
+    for s in samples {
+        bytes.extend_from_slice(&s.to_le_bytes());
+    }
+    let path = dir.join("speech.wav");
+    std::fs::write(&path, bytes).expect("write");
+    path
+}
+
+#[test]
+fn a_cue_starts_on_the_first_frame_of_speech_the_recognizer_placed_early() {
+    // The test recognizer says "Hello" from 0.10 s and "Um," from 1.20 s; the sound of each
+    // sentence starts 300 and 250 ms later (as Whisper places a first word after a pause early),
+    // at frames 10 and 36 of 25 fps, and the first ends at 0.90 s (frame 22).
+    let server = Server::start(&["--workers", "1", "--rate-limit-per-minute", "100000"]);
+    let org = server.org(100_000, &[]);
+    let dir = tempfile::tempdir().expect("tmp");
+    let wav = speech(dir.path(), &[(0.40, 0.90), (1.45, 2.95)]);
+    let id = run(&server, &org, &wav, "audio/wav", json!({}));
+    let cues = times(&server, &org, &id);
+    assert_eq!(cues.len(), 2, "{cues:?}");
+    let frame = |t: f64| (t * 25.0).round() as i64;
+    for ((start, _), first) in cues.iter().zip([10, 36]) {
+        assert!(
+            (frame(*start) - first).abs() <= 3,
+            "a cue starts at frame {} where speech starts at {first}: {cues:?}",
+            frame(*start)
+        );
+    }
+    assert!(
+        frame(cues[0].1) > 22,
+        "the first cue ends before its speech: {cues:?}"
+    );
+    // The transcript's words carry the refined times: "Hello" starts on the sound.
+    let r = server.get(&org.key, &format!("/v1/jobs/{id}/transcript"));
+    let hello = r.json()["cues"][0]["words"][0]["start"]
+        .as_f64()
+        .expect("start");
+    assert!((hello - 0.40).abs() < 0.02, "Hello starts at {hello}");
+}

@@ -23,6 +23,7 @@
 //! fails, refunds or rewrites a job another worker has taken over; a renewed lease holds for a
 //! whole lease again, so no other worker can claim the row while the write runs.
 
+pub mod onsets;
 pub mod recognizers;
 pub mod speakers;
 
@@ -593,7 +594,25 @@ impl Pipeline {
                             }
                         }
                     }
-                    recognition
+                    // A recognizer without punctuation (pocketsphinx, some plug-ins) gets
+                    // sentences from its pauses as it gave them, so its subtitles are not one
+                    // run-on lowercase sentence.
+                    let language = if recognition.language.trim().is_empty() {
+                        settings.language.clone()
+                    } else {
+                        recognition.language.trim().to_string()
+                    };
+                    if cuecraft_engine::punctuate::punctuate_by_pauses(&mut recognition.words, &language) {
+                        tracing::info!(job = %job.id, "no punctuation from the recognizer: sentences from pauses");
+                    }
+                    // Then starts after a pause and ends before one on the sound itself
+                    // (docs/decisions/pipeline.md, "Speech onsets"): a failure keeps the
+                    // recognizer's times and never fails the job.
+                    match onsets::refine(&wav, &mut recognition.words) {
+                        Ok(moved) => tracing::info!(job = %job.id, starts = moved.starts, ends = moved.ends, "word times refined on the sound"),
+                        Err(e) => tracing::warn!(job = %job.id, "word times kept as recognised: {e}"),
+                    }
+                    (recognition, language)
                 });
             let _ = std::fs::remove_file(&wav);
             let shots = beside.join().unwrap_or_else(|_| {
@@ -602,19 +621,8 @@ impl Pipeline {
             });
             recognized.map(|r| (r, shots))
         });
-        let (recognition, shots) = recognized?;
-        let language = if recognition.language.trim().is_empty() {
-            settings.language.clone()
-        } else {
-            recognition.language.trim().to_string()
-        };
-        // A recognizer without punctuation (pocketsphinx, some plug-ins) gets sentences from its
-        // pauses, so its subtitles are not one run-on lowercase sentence.
-        let mut raw = recognition.words;
-        if cuecraft_engine::punctuate::punctuate_by_pauses(&mut raw, &language) {
-            tracing::info!(job = %job.id, "no punctuation from the recognizer: sentences from pauses");
-        }
-        let words = words_from_raw(&raw)
+        let ((recognition, language), shots) = recognized?;
+        let words = words_from_raw(&recognition.words)
             .map_err(|e| StepError::Fail(format!("the recognizer gave invalid words: {e}")))?;
         let words = apply_vocabulary(&words, &settings.custom_vocabulary);
         let frame_rate = if probe.has_video {
