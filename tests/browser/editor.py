@@ -447,6 +447,38 @@ def the_timeline(page):
     assert history[0]["revision"] == rev and history[1]["note"].startswith(f"Set cue {k + 1}'s start"), history[:2]
     print(f"   start {start} -> {got} ms in revision {rev}", flush=True)
 
+    step("the playhead sets the selected cue's start (Alt+I) and end (Alt+O), on the frame grid")
+    # The nudges above moved this cue's start 120 ms later into room it had: two frames of that
+    # back is room it surely has, and an end one frame earlier still leaves the cue longer than
+    # before, so neither can be refused.
+    cue = json.loads(api(f"/v1/jobs/{job}/transcript"))["cues"][k]
+    start, end = round(cue["start"] * 1000), round(cue["end"] * 1000)
+
+    def at_playhead(key, edge, want):
+        # 5 ms off the frame: the playhead's time is snapped to the grid.
+        page.evaluate(
+            f"""() => new Promise((done) => {{
+              const v = document.querySelector('video');
+              v.pause();
+              v.addEventListener('seeked', () => done(), {{ once: true }});
+              v.currentTime = {(want + 5) / 1000};
+            }})"""
+        )
+        page.locator("li.cue").nth(k).focus()
+        page.keyboard.press(key)
+        waited = 0
+        while True:
+            got = round(json.loads(api(f"/v1/jobs/{job}/transcript"))["cues"][k][edge] * 1000)
+            if got == want or waited > 10000:
+                break
+            page.wait_for_timeout(200)
+            waited += 200
+        assert got == want, (key, edge, want, got)
+        print(f"   {key}: {edge} -> {got} ms", flush=True)
+
+    at_playhead("Alt+KeyI", "start", start - 80)
+    at_playhead("Alt+KeyO", "end", end - 40)
+
     step("the subtitle over the playing video is the cue at the player's time, with its line breaks")
     # A line break in the first cue (edits keep the lines the subtitler left, so make one).
     # In the longest cue, so the playing video surely shows it.
