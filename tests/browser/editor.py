@@ -448,13 +448,22 @@ def the_timeline(page):
     print(f"   start {start} -> {got} ms in revision {rev}", flush=True)
 
     step("the playhead sets the selected cue's start (Alt+I) and end (Alt+O), on the frame grid")
-    # The nudges above moved this cue's start 120 ms later into room it had: two frames of that
-    # back is room it surely has, and an end one frame earlier still leaves the cue longer than
-    # before, so neither can be refused.
-    cue = json.loads(api(f"/v1/jobs/{job}/transcript"))["cues"][k]
-    start, end = round(cue["start"] * 1000), round(cue["end"] * 1000)
+    # Only moves that cannot be refused: the nudges above moved cue k's start 120 ms later into
+    # room it had, so two frames of that back is room it surely has; and the end of the cue with
+    # the most room after it (and under 6 s) one frame later lengthens it without reaching the
+    # next cue's gap (a shorter end may be refused by reading pace).
+    cues = json.loads(api(f"/v1/jobs/{job}/transcript"))["cues"]
+    start = round(cues[k]["start"] * 1000)
+    duration = page.evaluate("document.querySelector('video').duration * 1000")
+    ms = [(round(c["start"] * 1000), round(c["end"] * 1000)) for c in cues]
+    room, m = max(
+        ((ms[i + 1][0] - gap if i + 1 < len(ms) else duration) - e, i)
+        for i, (s, e) in enumerate(ms)
+        if e - s < 6000
+    )
+    assert room >= 40, ("no cue end with a frame of room after it", ms, duration)
 
-    def at_playhead(key, edge, want):
+    def at_playhead(cue, key, edge, want):
         # 5 ms off the frame: the playhead's time is snapped to the grid.
         page.evaluate(
             f"""() => new Promise((done) => {{
@@ -464,20 +473,20 @@ def the_timeline(page):
               v.currentTime = {(want + 5) / 1000};
             }})"""
         )
-        page.locator("li.cue").nth(k).focus()
+        page.locator("li.cue").nth(cue).focus()
         page.keyboard.press(key)
         waited = 0
         while True:
-            got = round(json.loads(api(f"/v1/jobs/{job}/transcript"))["cues"][k][edge] * 1000)
+            got = round(json.loads(api(f"/v1/jobs/{job}/transcript"))["cues"][cue][edge] * 1000)
             if got == want or waited > 10000:
                 break
             page.wait_for_timeout(200)
             waited += 200
-        assert got == want, (key, edge, want, got)
-        print(f"   {key}: {edge} -> {got} ms", flush=True)
+        assert got == want, (key, cue, edge, want, got)
+        print(f"   {key}: cue {cue + 1} {edge} -> {got} ms", flush=True)
 
-    at_playhead("Alt+KeyI", "start", start - 80)
-    at_playhead("Alt+KeyO", "end", end - 40)
+    at_playhead(k, "Alt+KeyI", "start", start - 80)
+    at_playhead(m, "Alt+KeyO", "end", ms[m][1] + 40)
 
     step("the subtitle over the playing video is the cue at the player's time, with its line breaks")
     # A line break in the first cue (edits keep the lines the subtitler left, so make one).
