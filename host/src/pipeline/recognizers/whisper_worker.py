@@ -30,7 +30,8 @@
 # silence ends speech, 200 ms padding, speech longer than 29 s split at its last pause) finds
 # speech chunks; consecutive chunks are merged into windows spanning at most 30 s, so no word
 # straddles a fixed 30 s cut and nothing is decoded where nobody speaks. Each window is decoded in
-# one pass (see `decode`); only a window that fails Whisper's checks goes through its fallback.
+# one pass (see `decode`); a window whose pass fails Whisper's checks or stops short of the
+# window's end goes through Whisper's own long-form loop and its fallback.
 import json
 import struct
 import sys
