@@ -293,53 +293,28 @@ struct Audio<R> {
 
 impl<R: Read + Seek> Audio<R> {
     fn open(mut r: R) -> io::Result<Audio<R>> {
-        let bad = |m: &str| io::Error::new(io::ErrorKind::InvalidData, m.to_string());
-        let mut riff = [0u8; 12];
-        r.read_exact(&mut riff)?;
-        if &riff[0..4] != b"RIFF" || &riff[8..12] != b"WAVE" {
-            return Err(bad("not a WAV file"));
+        // The header as the speakers' features read it (16 kHz 16-bit PCM), then mono only.
+        let (channels, size) = super::speakers::wav_header(&mut r)?;
+        if channels != 1 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "not 16 kHz mono 16-bit PCM",
+            ));
         }
-        let mut at = 12u64;
-        let mut fmt_ok = false;
-        loop {
-            let mut head = [0u8; 8];
-            r.read_exact(&mut head)?;
-            at += 8;
-            let size = u64::from(u32::from_le_bytes([head[4], head[5], head[6], head[7]]));
-            if &head[0..4] == b"data" {
-                if !fmt_ok {
-                    return Err(bad("not 16 kHz mono 16-bit PCM"));
-                }
-                let end = r.seek(SeekFrom::End(0))?;
-                // ffmpeg writing to a pipe leaves the size unknown (0 or all ones): the file's
-                // length says it.
-                let size = if size == 0 || size == u64::from(u32::MAX) {
-                    end.saturating_sub(at)
-                } else {
-                    size.min(end.saturating_sub(at))
-                };
-                return Ok(Audio {
-                    r,
-                    data: at,
-                    len: size / 2,
-                });
-            }
-            if &head[0..4] == b"fmt " {
-                let mut fmt = [0u8; 16];
-                if size < 16 {
-                    return Err(bad("short fmt chunk"));
-                }
-                r.read_exact(&mut fmt)?;
-                let channels = u16::from_le_bytes([fmt[2], fmt[3]]);
-                let rate = u32::from_le_bytes([fmt[4], fmt[5], fmt[6], fmt[7]]);
-                let bits = u16::from_le_bytes([fmt[14], fmt[15]]);
-                fmt_ok = channels == 1 && rate as usize == RATE && bits == 16;
-                r.seek(SeekFrom::Current((size - 16 + (size & 1)) as i64))?;
-            } else {
-                r.seek(SeekFrom::Current((size + (size & 1)) as i64))?;
-            }
-            at += size + (size & 1);
-        }
+        let at = r.stream_position()?;
+        let end = r.seek(SeekFrom::End(0))?;
+        // ffmpeg writing to a pipe leaves the size unknown (0 or all ones): the file's length
+        // says it.
+        let size = if size == 0 || size == u64::from(u32::MAX) {
+            end.saturating_sub(at)
+        } else {
+            size.min(end.saturating_sub(at))
+        };
+        Ok(Audio {
+            r,
+            data: at,
+            len: size / 2,
+        })
     }
 
     /// The samples from `from` to `to` seconds (clipped to the file).

@@ -19,6 +19,7 @@
 mod cluster;
 pub use cluster::{Tuning, MAX_SPEAKERS};
 mod features;
+pub(crate) use features::wav_header;
 mod stats;
 
 use std::io::{BufReader, Read};
