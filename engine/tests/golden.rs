@@ -4,9 +4,10 @@
 mod common;
 
 use common::{render, speech, words};
+use cuecraft_engine::qc::{self, QcStyle, Rule};
 use cuecraft_engine::{
-    layout, words_from_raw, Break, ContentProfile, ForbiddenRule, FrameRate, Millis, RawWord,
-    Settings, SubtitleMode, Word,
+    layout, layout_with_shots, words_from_raw, Break, ContentProfile, ForbiddenRule, FrameRate,
+    Millis, RawWord, Settings, SubtitleMode, Word,
 };
 
 fn input(name: &str) -> Vec<Word> {
@@ -448,5 +449,102 @@ fn replacements_with_line_breaks_never_break_a_line() {
         cues[0].lines.last().is_some_and(|l| l.ends_with("x y")),
         "{:?}",
         cues[0].lines
+    );
+}
+
+/// A video job with cuts: the interview's cues timed to shot changes at 25, 23.976 and 29.97 fps
+/// under the default settings (a 3-frame gap between cues). The cuts sit where each rule acts or
+/// gives way to another:
+/// - 3.6 s, 0.245 s before "Tonight" and 0.085 s after "programme." ends: cue 2 starts on the cut
+///   only where cue 1 can end the 3-frame gap before it without losing its last frame of speech,
+///   so at 29.97 fps (3 frames = 0.1 s) and not at 25 or 23.976 fps (the in-time stays on the
+///   speech, 3.84 s);
+/// - 17.5 s and 26.0 s, 0.14 s and 0.045 s before "places." and "unreliable?" end: the speech runs
+///   over the cut, so cues 4 and 7 cannot end two frames before it and stay up at least half a
+///   second past it (then chained to the next cue, as without the cut);
+/// - 20.6 s and 42.0 s, 0.175 s before "Let's" and 0.165 s before "Dedicated": cues 6 and 12
+///   start on the cut;
+/// - 9.5 s, in the pause after "cities.", which no cue touches.
+///
+/// The check's shot-change rules find nothing: every rule is kept where it could be. Each cut is
+/// printed before the first cue that starts on or after its frame, so a subtitler reads the snapshot as
+/// a timeline.
+/// A cut's line in the snapshot: its time and the start of the frame it falls on.
+fn cut_line(fr: FrameRate, cut: Millis) -> String {
+    let f = fr.frame_round(cut);
+    format!(
+        "    ---- cut at {} ms (frame {f}, {} ms)\n",
+        cut.0,
+        fr.frame_start(f).0
+    )
+}
+
+fn check_with_shots(name: &str, fr: FrameRate) {
+    let words = input("interview");
+    let settings = Settings::default();
+    let cuts: Vec<Millis> = [3600, 9500, 17500, 20600, 26000, 42000]
+        .into_iter()
+        .map(Millis)
+        .collect();
+    let cues = layout_with_shots(&words, &settings, fr, &cuts);
+    if let Err(e) = common::check_invariants(&words, &settings, fr, &cues) {
+        panic!("{name}: {e}\n{}", render(&cues));
+    }
+    assert_eq!(
+        cues,
+        layout_with_shots(&words, &settings, fr, &cuts),
+        "{name}: layout is not deterministic"
+    );
+    let style = QcStyle::from_settings(&settings, &words);
+    let broken: Vec<_> = qc::check_with_shots(&cues, &style, fr, &cuts)
+        .findings
+        .into_iter()
+        .filter(|f| matches!(f.rule, Rule::ShotChangeIn | Rule::ShotChangeOut))
+        .collect();
+    assert!(broken.is_empty(), "{name}: {broken:?}\n{}", render(&cues));
+    let mut out = String::new();
+    let mut next = cuts.iter().peekable();
+    for line in render(&cues).lines() {
+        let k: usize = line.split_whitespace().next().unwrap().parse().unwrap();
+        while let Some(cut) =
+            next.next_if(|c| fr.frame_round(**c) <= fr.frame_round(cues[k - 1].start))
+        {
+            out.push_str(&cut_line(fr, *cut));
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    for cut in next {
+        out.push_str(&cut_line(fr, *cut));
+    }
+    insta::with_settings!({snapshot_path => "../../golden/engine", prepend_module_to_snapshot => false, omit_expression => true}, {
+        insta::assert_snapshot!(name, out);
+    });
+}
+
+#[test]
+fn video_with_cuts_at_25_fps() {
+    check_with_shots("shots_interview_25", FPS);
+}
+
+#[test]
+fn video_with_cuts_at_23_976_fps() {
+    check_with_shots(
+        "shots_interview_23_976",
+        FrameRate {
+            num: 24000,
+            den: 1001,
+        },
+    );
+}
+
+#[test]
+fn video_with_cuts_at_29_97_fps() {
+    check_with_shots(
+        "shots_interview_29_97",
+        FrameRate {
+            num: 30000,
+            den: 1001,
+        },
     );
 }
