@@ -15,7 +15,8 @@ use cuecraft_host::media::Object;
 use crate::common::Server;
 use crate::web::{link_path, ready_job};
 
-/// Speech for the audio job (flite), and a video with a test picture and the same speech.
+/// Speech for the audio job (flite), and a video with a test picture cut to colour bars at 2 s
+/// and the same speech.
 fn media(dir: &Path) -> (PathBuf, PathBuf) {
     let wav = dir.join("speech.wav");
     let status = Command::new("flite")
@@ -39,7 +40,10 @@ fn media(dir: &Path) -> (PathBuf, PathBuf) {
             "-f",
             "lavfi",
             "-i",
-            "testsrc=size=640x360:rate=25",
+            // Two shots: the test card, then colour bars from 2 s (frame 50), a cut the
+            // timeline draws.
+            "testsrc=size=640x360:rate=25:duration=2[a];smptebars=size=640x360:rate=25[b];\
+             [a][b]concat=n=2:v=1:a=0[out0]",
             "-i",
         ])
         .arg(&wav)

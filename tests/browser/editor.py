@@ -396,6 +396,35 @@ def the_timeline(page):
     saved_after(page, rev)
     print(f"   cue {k + 1} {edge} {at} -> {got} ms", flush=True)
 
+    step("the timeline draws the video's shot change (the cut to colour bars at 2 s) as a line")
+    shots = json.loads(page.evaluate(f"fetch('/editor/{job}/data').then((r) => r.text())"))["job"]["shotChanges"]
+    assert len(shots) == 1 and abs(shots[0] - 2000) <= 80, shots
+    # The canvas's violet pixels in a row (CSS px from the top; negative: from the bottom).
+    violet_in_row = """(y) => {
+        const c = document.getElementById('wave');
+        const dpr = window.devicePixelRatio || 1;
+        const row = Math.round((y < 0 ? c.height / dpr + y : y) * dpr);
+        const px = c.getContext('2d').getImageData(0, row, c.width, 1).data;
+        const violet = [];
+        for (let i = 0; i < c.width; i++) {
+            if (px[4 * i] === 0x7c && px[4 * i + 1] === 0x3a && px[4 * i + 2] === 0xed) violet.push(i / dpr);
+        }
+        return violet;
+    }"""
+    v0, ppm = view()
+    at_cut = (shots[0] - v0) * ppm
+    # A row under the ruler (away from the cues' labels): the line is at the cut's place, and
+    # nowhere else in the row.
+    row = page.evaluate(violet_in_row, -12)
+    assert row and all(abs(x - at_cut) <= 1.5 for x in row), (at_cut, row)
+    # A row of the ruler, which no cue edge covers (a cue starting on the cut hides the line
+    # under its edge): the mark above the line, and nothing else.
+    mark = page.evaluate(violet_in_row, 15)
+    assert mark and all(abs(x - at_cut) <= 4 for x in mark), (at_cut, mark)
+    print(f"   shot change at {shots[0]} ms drawn at x={row[0]:.0f} px, marked on the ruler at "
+          f"{mark[0]:.0f}-{mark[-1]:.0f} px", flush=True)
+    page.screenshot(path=cfg["shots"] + "/editor-timeline-shot.png")
+
     step("the timeline zooms (Ctrl+wheel) around the pointer; screenshot")
     box = canvas.bounding_box()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)

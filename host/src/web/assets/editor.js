@@ -1306,6 +1306,7 @@ const timeline = (() => {
     duration: () => (state.data ? durationMs() : 0),
     frameMs,
     gapMs: () => (state.data?.settings?.minFramesBetweenSubtitles ?? 0) * frameMs(),
+    shots: () => state.data?.job?.shotChanges ?? [],
     onSeek: (ms) => seek(ms),
     onSelect: (k, ms) => {
       state.word = null;
