@@ -1008,6 +1008,19 @@ fn a_translation_added_in_the_editor_is_listed_and_served_by_the_api() {
     assert_eq!(bad.status, 400, "{}", bad.text());
 }
 
+/// A French translation of job `id` imported from the SRT file `srt` through the editor: the
+/// editor's data (`transcript`, `cues`) and the transcript's id.
+fn import_fr(web: &Web, id: &str, srt: &str) -> (Value, String) {
+    let r = web.post_json(
+        &format!("/editor/{id}/translations"),
+        &json!({"language": "fr", "from": "file", "file": {"name": "fr.srt", "base64": base64(srt.as_bytes())}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let data = r.json();
+    let tid = data["transcript"]["id"].as_str().expect("id").to_string();
+    (data, tid)
+}
+
 #[test]
 fn an_imported_srt_downloads_back_byte_for_byte_until_it_is_laid_out_again() {
     let server = Server::start(&[]);
@@ -1021,13 +1034,7 @@ fn an_imported_srt_downloads_back_byte_for_byte_until_it_is_laid_out_again() {
                2\r\n00:00:01,000 --> 00:00:01,800\r\nCeci est un essai\r\ndes sous-titres,\r\n\r\n\
                3\r\n00:00:02,000 --> 00:00:02,480\r\nlu à voix haute.\r\n\r\n\
                4\r\n00:00:02,560 --> 00:00:02,960\r\nMerci.\r\n\r\n";
-    let r = web.post_json(
-        &format!("/editor/{id}/translations"),
-        &json!({"language": "fr", "from": "file", "file": {"name": "fr.srt", "base64": base64(srt.as_bytes())}}),
-    );
-    assert_eq!(r.status, 200, "{}", r.text());
-    let data = r.json();
-    let tid = data["transcript"]["id"].as_str().expect("id").to_string();
+    let (data, tid) = import_fr(&web, &id, srt);
     let api = |f: &str| {
         server.get(
             &org.key,
@@ -1086,6 +1093,114 @@ fn an_imported_srt_downloads_back_byte_for_byte_until_it_is_laid_out_again() {
     // "Merci." gets its reading time (5/6 s at least): 2.960 is no cue's end any more.
     assert!(!fitted.contains(" --> 00:00:02,960\r\n"), "{fitted}");
     same_downloads("after laying out again");
+}
+
+/// A download cut into its header and one piece per cue, as bytes: SRT and WebVTT blocks, ASS
+/// `Dialogue:` lines, TTML `<p>` elements, EBU STL's 128-byte text blocks after its 1024-byte
+/// header.
+fn cue_pieces(format: &str, body: &[u8]) -> (Vec<u8>, Vec<Vec<u8>>) {
+    if format == "ebu-stl" {
+        let (head, tti) = body.split_at(1024.min(body.len()));
+        return (head.to_vec(), tti.chunks(128).map(<[u8]>::to_vec).collect());
+    }
+    let text = String::from_utf8_lossy(body).replace("\r\n", "\n");
+    let (head, pieces): (&str, Vec<&str>) = match format {
+        "srt" => ("", text.split("\n\n").filter(|b| !b.is_empty()).collect()),
+        "vtt" => {
+            let mut blocks = text.split("\n\n").filter(|b| !b.is_empty());
+            (blocks.next().unwrap_or(""), blocks.collect())
+        }
+        "ass" => {
+            let at = text.find("\nDialogue:").map_or(text.len(), |k| k + 1);
+            (&text[..at], text[at..].lines().collect())
+        }
+        _ => {
+            let mut parts = text.split("<p ");
+            (parts.next().unwrap_or(""), parts.collect())
+        }
+    };
+    (
+        head.as_bytes().to_vec(),
+        pieces.iter().map(|p| p.as_bytes().to_vec()).collect(),
+    )
+}
+
+#[test]
+fn laying_out_a_range_of_an_imported_file_again_leaves_every_other_cue_as_imported() {
+    let server = Server::start(&[]);
+    let org = server.org(1000, &[]);
+    let id = ready_job(&server, &org.key, "talk", &server.tone(10), "audio/wav");
+    let web = Web::sign_in(&server, &org.owner);
+    // Five cues on the 25 fps grid, each shorter than its reading time: the rules would lengthen
+    // every one; a file timed by hand keeps them. Cues 2 and 3 have silence after them.
+    let srt = "1\r\n00:00:00,120 --> 00:00:00,920\r\nBonsoir à tous.\r\n\r\n\
+               2\r\n00:00:01,000 --> 00:00:01,800\r\nVoici la rivière\r\nprès du vieux moulin,\r\n\r\n\
+               3\r\n00:00:04,000 --> 00:00:04,480\r\nen plein hiver.\r\n\r\n\
+               4\r\n00:00:07,000 --> 00:00:07,400\r\nMerci.\r\n\r\n\
+               5\r\n00:00:07,480 --> 00:00:08,200\r\nAu revoir,\r\nà bientôt.\r\n\r\n";
+    let (data, tid) = import_fr(&web, &id, srt);
+    let api = |f: &str| {
+        server
+            .get(
+                &org.key,
+                &format!("/v1/jobs/{id}/subtitles?language=fr&format={f}"),
+            )
+            .body
+    };
+    assert_eq!(api("srt"), srt.as_bytes(), "served exactly as imported");
+    let imported: Vec<Vec<u8>> = FORMATS.iter().map(|f| api(f)).collect();
+    // Cues 2 and 3 laid out again through the editor (their words, as the page sends them).
+    let (from, to) = (
+        data["cues"][1]["from"].clone(),
+        data["cues"][2]["to"].clone(),
+    );
+    let r = web.post_json(
+        &format!("/editor/{id}/edit"),
+        &json!({"transcript": tid, "revision": 0, "op": "relayout", "from": from, "to": to}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    for (f, before) in FORMATS.iter().zip(&imported) {
+        let after = api(f);
+        let ours = web.get(&format!(
+            "/editor/{id}/download?format={f}&transcript={tid}"
+        ));
+        assert_eq!(ours.body, after, "the editor's {f} is the API's");
+        let (head0, cues0) = cue_pieces(f, before);
+        let (head1, cues1) = cue_pieces(f, &after);
+        assert_eq!(head1, head0, "{f}: the header");
+        assert_eq!((cues0.len(), cues1.len()), (5, 5), "{f}");
+        for k in [0, 3, 4] {
+            assert_eq!(
+                String::from_utf8_lossy(&cues1[k]),
+                String::from_utf8_lossy(&cues0[k]),
+                "{f}: cue {} stays as imported",
+                k + 1
+            );
+        }
+        for k in [1, 2] {
+            assert_ne!(cues1[k], cues0[k], "{f}: cue {} is laid out again", k + 1);
+        }
+    }
+    // The range's cues now stay up for their reading time, and cue 2 keeps the frame gap (3
+    // frames) after cue 1's imported end (0.920), which does not move.
+    let fitted = String::from_utf8(api("srt")).expect("utf-8");
+    let blocks: Vec<&str> = fitted.split("\r\n\r\n").collect();
+    let end = |b: &str| {
+        b.lines()
+            .nth(1)
+            .and_then(|l| l.split(" --> ").nth(1))
+            .map(str::to_string)
+    };
+    assert!(blocks[1].starts_with("2\r\n00:00:01,040 --> "), "{fitted}");
+    assert!(blocks[2].starts_with("3\r\n00:00:04,000 --> "), "{fitted}");
+    assert!(
+        end(blocks[1]).is_some_and(|e| e.as_str() > "00:00:01,800"),
+        "{fitted}"
+    );
+    assert!(
+        end(blocks[2]).is_some_and(|e| e.as_str() > "00:00:04,480"),
+        "{fitted}"
+    );
 }
 
 #[test]

@@ -16,11 +16,13 @@ pub enum Break {
     /// maxDuration) keeps them together, and never overrides a hard boundary (a speaker change
     /// outside dialogue, a long pause, splitOnPunctuation).
     Join,
-    /// A cue break after the last word (in reading order) of pinned words whose cues are timed
-    /// by hand (an imported subtitle file): every cue then shows exactly its words' times, the
-    /// first word's start to the last word's end (shifted, on the frame grid), with no rule of
-    /// timing applied (reading pace, minimum/maximum duration, gap, chaining, shot changes; QC
-    /// reports what they would have changed). Anywhere else it is a cue break.
+    /// A cue break after the last word of a cue timed by hand (a cue of an imported subtitle
+    /// file): that cue shows exactly its words' times, the first word's start to the last word's
+    /// end (shifted, on the frame grid), with no rule of timing applied to it (reading pace,
+    /// minimum/maximum duration, gap, chaining, shot changes; QC reports what they would have
+    /// changed). The mark is the cue's own: the cues around it may be timed by the rules (a range
+    /// laid out again), and a cue timed by the rules after one timed by hand starts at least the
+    /// frame gap after its end.
     Timed,
 }
 

@@ -88,9 +88,6 @@ pub(crate) struct Params {
     half: i64,
     /// The words are pinned: their manual breaks are the whole segmentation ([`pinned`]).
     pinned: bool,
-    /// Pinned words timed by hand (`Break::Timed` after the last): each cue shows its words'
-    /// times, no timing rule applied.
-    timed: bool,
 }
 
 /// Silence (ms) that always ends a cue outside audiogram mode: showing text through a longer
@@ -237,7 +234,6 @@ impl Params {
             cuts: Vec::new(),
             half: shots::half_second(fr),
             pinned: false,
-            timed: false,
         }
     }
 }
@@ -293,7 +289,6 @@ fn layout_with(
     p.general_only = general_only;
     p.set_cuts(shot_changes, frame_rate);
     p.pinned = pinned::is_pinned(texts);
-    p.timed = pinned::is_timed(texts);
     let run = Run {
         p: &p,
         fr: frame_rate,
@@ -517,6 +512,7 @@ impl Run<'_> {
                     start: first.start,
                     end: units[j - 1].end,
                     chars: r.chars,
+                    timed: units[j - 1].extra & prepare::TIMED != 0,
                 };
                 emitter.push(span, r.lines, first.speaker, own_from(first));
             }
@@ -785,7 +781,6 @@ impl Layout {
             arena: "",
         };
         p.pinned = pinned::is_pinned(texts);
-        p.timed = pinned::is_timed(texts);
         let run = Run {
             p: &p,
             fr: under.frame_rate,
@@ -827,11 +822,12 @@ impl Layout {
             .count();
         let (removed, inserted) = (old.len() - from - tail, new.len() - from - tail);
         let sorted = |w: &[Word]| w.windows(2).all(|p| p[0].start <= p[1].start);
-        // Pinned, timed by hand or neither: what the last word's break says.
+        // Pinned or not: what the last word's break says (whether a cue is timed by hand is
+        // its own, read with its words).
         let pinning = |w: &[Word]| {
             w.last()
                 .and_then(|w| w.break_after)
-                .filter(|b| matches!(b, Break::Cue | Break::Timed))
+                .is_some_and(|b| matches!(b, Break::Cue | Break::Timed))
         };
         let usable = same_under
             && old.len() == self.words

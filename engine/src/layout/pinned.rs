@@ -8,7 +8,9 @@
 //! per speaker). No other rule cuts or joins: a cue over the line length, the line count, the
 //! pace or maxDuration stays as it is (QC reports it). Timing is unchanged (shift, frames, pace,
 //! minimum and maximum duration, gap, chaining), and it reads a cue and the next cue's start
-//! only, so an edit of one cue's words inside its own time changes that cue alone.
+//! only, so an edit of one cue's words inside its own time changes that cue alone. A cue whose
+//! manual cue break is `Break::Timed` is timed by hand (its words' times, no rule), each cue by
+//! its own mark.
 //!
 //! [`pin`] turns any words into pinned words that lay out to the same cues (what the editor does
 //! before the first edit of a transcript); [`relayout`] lays a range of pinned words out again
@@ -21,12 +23,6 @@ use crate::{Break, FrameRate, Settings, Word};
 /// `Break::Timed` one too).
 pub(super) fn is_pinned(texts: Texts<'_>) -> bool {
     matches!(last_break(texts), Some(Break::Cue | Break::Timed))
-}
-
-/// Whether pinned `words` are timed by hand: the last word in reading order has
-/// `Break::Timed` (each cue shows its words' times).
-pub(super) fn is_timed(texts: Texts<'_>) -> bool {
-    last_break(texts) == Some(Break::Timed)
 }
 
 /// The manual break after the last word in reading order.
@@ -133,7 +129,9 @@ pub fn pin(words: &[Word], settings: &Settings, frame_rate: FrameRate) -> Vec<Wo
 /// Pinned `words` with `words[lo..hi]` laid out again under every rule of `settings`, as if they
 /// were a transcript of their own: their manual breaks are replaced by the cues and lines that
 /// layout gives them, pinned, and a cue break stays after `words[hi - 1]` (the range stays its
-/// own cues; the words before and after it keep theirs). Out-of-range bounds are clamped.
+/// own cues; the words before and after it keep theirs). The range's cues are timed by the rules
+/// (ordinary cue breaks); a cue outside it timed by hand (`Break::Timed`) stays so. Out-of-range
+/// bounds are clamped.
 pub fn relayout(
     words: &[Word],
     settings: &Settings,
@@ -149,7 +147,10 @@ pub fn relayout(
     }
     let part = pin(&part, settings, frame_rate);
     out.splice(lo..hi, part);
-    if let Some(last) = out.last_mut() {
+    if let Some(last) = out
+        .last_mut()
+        .filter(|w| !matches!(w.break_after, Some(Break::Cue | Break::Timed)))
+    {
         last.break_after = Some(Break::Cue);
     }
     out
@@ -162,11 +163,17 @@ mod tests {
     use crate::{Cue, Millis};
 
     fn spoken(text: &str) -> Vec<Word> {
+        said(text, 250, 290, 900)
+    }
+
+    /// `text`'s words, each lasting `dur` ms, one starting every `step` ms, `pause` ms after a
+    /// sentence's end.
+    fn said(text: &str, dur: i64, step: i64, pause: i64) -> Vec<Word> {
         let mut t = 0;
         text.split(' ')
             .map(|w| {
-                let word = Word::new(w, crate::Millis(t), crate::Millis(t + 250), 0);
-                t += if w.ends_with('.') { 900 } else { 290 };
+                let word = Word::new(w, crate::Millis(t), crate::Millis(t + dur), 0);
+                t += if w.ends_with('.') { pause } else { step };
                 word
             })
             .collect()
@@ -253,5 +260,124 @@ mod tests {
         for (a, b) in after.iter().rev().zip(before.iter().rev()).take(tail) {
             assert_eq!((a.start, a.end, &a.lines), (b.start, b.end, &b.lines));
         }
+    }
+
+    /// `words` (pinned) with every manual cue break marked timed by hand, as an imported file's.
+    fn by_hand(words: &[Word]) -> Vec<Word> {
+        let mut words = words.to_vec();
+        for w in &mut words {
+            if w.break_after == Some(Break::Cue) {
+                w.break_after = Some(Break::Timed);
+            }
+        }
+        words
+    }
+
+    /// Quick speech: every cue's words take less time than its text needs at any reading pace,
+    /// so the rules lengthen what a hand leaves as spoken.
+    fn quick(text: &str) -> Vec<Word> {
+        said(text, 120, 140, 1400)
+    }
+
+    /// A cue timed by hand as its words are: first word's start to last word's end, on frames.
+    fn as_spoken(c: &Cue, fr: FrameRate) -> (Millis, Millis) {
+        let first = c.words.iter().map(|w| w.start).min().unwrap_or_default();
+        let last = c.words.iter().map(|w| w.end).max().unwrap_or_default();
+        (fr.snap(first), fr.snap(last))
+    }
+
+    #[test]
+    fn each_cue_is_timed_by_hand_or_by_the_rules_by_its_own_mark() {
+        let s = Settings::default();
+        let fr = FrameRate::FPS_25;
+        let ruled = pin(&quick(TEXT), &s, fr);
+        let hand = by_hand(&ruled);
+        let by_rules = layout(&ruled, &s, fr);
+        let cues = layout(&hand, &s, fr);
+        assert_eq!(cues.len(), by_rules.len());
+        assert!(cues.len() >= 4, "{cues:?}");
+        for c in &cues {
+            assert_eq!((c.start, c.end), as_spoken(c, fr), "{c:?}");
+        }
+        // The rules give the cues their reading time, or end them the gap before the next.
+        for (a, b) in cues.iter().zip(&by_rules) {
+            assert_eq!(a.lines, b.lines);
+            assert_ne!(a.end, b.end, "{a:?} {b:?}");
+        }
+        // Cue 2 alone timed by the rules again: it ends where the rules end it (its neighbours
+        // start and end as before), and every other cue keeps its hand-made times.
+        let end2 = cues[0].words.len() + cues[1].words.len() - 1;
+        let mut mixed = hand.clone();
+        mixed[end2].break_after = Some(Break::Cue);
+        let after = layout(&mixed, &s, fr);
+        assert_eq!(after.len(), cues.len());
+        for (k, (a, b)) in after.iter().zip(&cues).enumerate() {
+            if k == 1 {
+                assert_eq!((a.start, a.end), (by_rules[1].start, by_rules[1].end));
+            } else {
+                assert_eq!(
+                    shown(std::slice::from_ref(a)),
+                    shown(std::slice::from_ref(b))
+                );
+            }
+        }
+        // The layout brought up to date after the change is the layout of the changed words.
+        let mut l = Layout::new(&hand, &s, fr);
+        l.update(&hand, &mixed, &s, fr);
+        assert_eq!(l.cues, after);
+    }
+
+    #[test]
+    fn a_cue_timed_by_the_rules_keeps_the_gap_to_the_hand_timed_cues_around_it() {
+        let s = Settings::default();
+        let fr = FrameRate::FPS_25;
+        // Cue 2's words start inside the gap after cue 1 and run into cue 3's start.
+        let mut words = vec![
+            Word::new("One.", Millis(0), Millis(1000), 0),
+            Word::new("Two", Millis(1010), Millis(1200), 0),
+            Word::new("two.", Millis(1200), Millis(1990), 0),
+            Word::new("Three.", Millis(2000), Millis(3000), 0),
+        ];
+        words[0].break_after = Some(Break::Timed);
+        words[2].break_after = Some(Break::Cue);
+        words[3].break_after = Some(Break::Timed);
+        let cues = layout(&words, &s, fr);
+        assert_eq!(cues.len(), 3, "{cues:?}");
+        assert_eq!((cues[0].start, cues[0].end), (Millis(0), Millis(1000)));
+        assert_eq!((cues[2].start, cues[2].end), (Millis(2000), Millis(3000)));
+        let gap = fr.frames_duration(s.min_frames_between_subtitles);
+        assert!(cues[1].start >= cues[0].end + gap, "{cues:?}");
+        assert!(cues[1].end + gap <= cues[2].start, "{cues:?}");
+    }
+
+    #[test]
+    fn laying_out_a_range_of_hand_timed_cues_again_leaves_the_others_timed_by_hand() {
+        let s = Settings::default();
+        let fr = FrameRate::FPS_25;
+        let hand = by_hand(&pin(&quick(TEXT), &s, fr));
+        let before = layout(&hand, &s, fr);
+        let n1 = before[0].words.len();
+        let n3 = n1 + before[1].words.len() + before[2].words.len();
+        let again = relayout(&hand, &s, fr, (n1, n3));
+        assert_eq!(again[n3 - 1].break_after, Some(Break::Cue));
+        assert_eq!(again.last().and_then(|w| w.break_after), Some(Break::Timed));
+        let after = layout(&again, &s, fr);
+        assert_eq!(after.len(), before.len());
+        let mut refitted = 0;
+        for (k, (a, b)) in after.iter().zip(&before).enumerate() {
+            if k == 1 || k == 2 {
+                refitted += usize::from(a.end != b.end);
+            } else {
+                assert_eq!(
+                    shown(std::slice::from_ref(a)),
+                    shown(std::slice::from_ref(b))
+                );
+            }
+        }
+        assert_eq!(refitted, 2, "{after:?}");
+        // The whole file laid out again: every cue timed by the rules.
+        let all = relayout(&again, &s, fr, (0, again.len()));
+        assert!(all.iter().all(|w| w.break_after != Some(Break::Timed)));
+        assert_eq!(shown(&layout(&all, &s, fr)), layout(&quick(TEXT), &s, fr));
     }
 }

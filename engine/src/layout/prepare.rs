@@ -33,6 +33,8 @@ pub const COMMA: u16 = 1;
 pub const PAUSE_END: u16 = 2;
 /// A manual join: the word's cue goes on with the next word ([`crate::Break::Join`]).
 pub const JOIN: u16 = 4;
+/// The manual cue break after the word ends a cue timed by hand ([`crate::Break::Timed`]).
+pub const TIMED: u16 = 8;
 
 /// One displayable piece of text: a whole word, or a line-sized piece of an over-long word.
 #[derive(Debug, Clone, Copy)]
@@ -516,7 +518,11 @@ impl<'f> Preparer<'f> {
         }
         match w.break_after {
             Some(Break::Line) => flags |= LINE_AFTER,
-            Some(Break::Cue | Break::Timed) => flags |= CUE_AFTER,
+            Some(Break::Cue) => flags |= CUE_AFTER,
+            Some(Break::Timed) => {
+                flags |= CUE_AFTER;
+                extra |= TIMED;
+            }
             Some(Break::Join) => extra |= JOIN,
             None => {}
         }

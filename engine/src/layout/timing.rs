@@ -15,6 +15,9 @@ pub struct Span {
     pub end: i64,
     /// Graphemes of the cue text (for reading pace).
     pub chars: u32,
+    /// Timed by hand (`Break::Timed` after its last word): the cue shows its words' times, no
+    /// timing rule applied to it.
+    pub timed: bool,
 }
 
 /// The first frame index whose start is at or after `t`.
@@ -105,16 +108,16 @@ impl<'a> Emitter<'a> {
         } else {
             lo
         };
-        if !self.p.cuts.is_empty() && !self.p.timed {
+        if !self.p.cuts.is_empty() && !span.timed {
             s = self.start_at_cut(s);
         }
         if let Some(mut prev) = self.pending.take() {
             // Starts never go backwards (cue starts are sorted word starts; clamping keeps that).
             s = s.max(prev.s);
             let e = self.end_frame(&mut prev, Some(s));
-            // Words closer together than the gap: the later cue moves on (not when timed by
-            // hand: a cue then starts where its first word does).
-            if !self.p.timed {
+            // Words closer together than the gap: the later cue moves on (not when it is timed
+            // by hand: it starts where its first word does).
+            if !span.timed {
                 s = s.max(e + self.p.gap_frames as i64);
             }
             self.emit(prev, e, lo);
@@ -168,12 +171,8 @@ impl<'a> Emitter<'a> {
     /// a cut (never past the end).
     #[inline(always)]
     fn end_frame(&self, c: &mut Pending, next: Option<i64>) -> i64 {
-        if self.p.timed {
-            // Timed by hand: the last word's end, whatever the rules would ask.
-            return self
-                .fr
-                .frame_round(Millis((c.span.end + self.p.shift).max(0)))
-                .max(c.s + 1);
+        if c.span.timed {
+            return self.hand_end(c);
         }
         let e = self.base_end(c, next);
         if self.p.cuts.is_empty() {
@@ -181,6 +180,14 @@ impl<'a> Emitter<'a> {
         } else {
             self.end_at_cut(c, next, e)
         }
+    }
+
+    /// The end frame of a cue timed by hand: its last word's end, whatever the rules would ask.
+    #[inline(always)]
+    fn hand_end(&self, c: &Pending) -> i64 {
+        self.fr
+            .frame_round(Millis((c.span.end + self.p.shift).max(0)))
+            .max(c.s + 1)
     }
 
     /// Where the next cue, whose words start at frame `s`, starts by the shot-change rules
@@ -199,6 +206,14 @@ impl<'a> Emitter<'a> {
             return c;
         };
         let n_gap = self.p.gap_frames as i64;
+        if prev.span.timed {
+            // Its end is its own: the cut is kept when it leaves the gap after that end.
+            return if c - n_gap >= self.hand_end(prev) {
+                c
+            } else {
+                s
+            };
+        }
         let kept = c - n_gap > prev.s
             && self.base_end(prev, Some(c))
                 >= self.base_end(prev, None).min(self.base_end(prev, Some(s)));

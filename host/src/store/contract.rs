@@ -506,3 +506,58 @@ pub fn speaker_names(s: &dyn Store) {
     s.set_speaker_names("nobody", &names, 0).expect("set");
     assert!(s.job("nobody").expect("job").is_none());
 }
+
+/// Rows of the version before [`super::pages::TIMED_PER_CUE`] (plain SQL both backends run):
+/// `t-file`, an imported file timed by hand (`"timed"` on its last word only, in the second of
+/// its pages) with a history of an edit while it was so, its range laid out again ("Laid cues
+/// out again", which ended the mark) and an edit after; `t-pinned`, pinned words timed by the
+/// rules, whose text holds the marks' own characters.
+pub const BEFORE_TIMED_PER_CUE: &str = r#"
+    INSERT INTO orgs VALUES ('o', 'O', 1, 1, 0);
+    INSERT INTO members (id, org_id, email, role, joined_at) VALUES ('m', 'o', 'e', 'owner', 0);
+    INSERT INTO jobs (id, org_id, owner_member_id, api_key_id, name, filename, content_type,
+       size_bytes, declared_seconds, price_cents_per_minute, settings, status, language,
+       upload_expires_at, created_at, updated_at)
+    VALUES ('j', 'o', 'm', 'k', 'n', 'f', 'audio/wav', 1, 1, 1, '{}', 'ready', 'en', 0, 0, 0);
+    INSERT INTO transcripts (id, job_id, seq, language, kind, status, revision, created_at)
+    VALUES ('t-file', 'j', 1, 'fr', 'translation', 'ready', 3, 0),
+           ('t-pinned', 'j', 2, 'en', 'original', 'ready', 0, 0);
+    INSERT INTO word_pages (transcript_id, page, n, words) VALUES
+      ('t-file', 0, 2, '{"t":"a","s":0,"e":1,"p":0,"b":"line"},{"t":"b","s":1,"e":2,"p":0,"b":"cue"}'),
+      ('t-file', 4294967296, 2, '{"t":"c","s":2,"e":3,"p":0,"b":"cue"},{"t":"d","s":3,"e":4,"p":0,"b":"timed"}'),
+      ('t-pinned', 0, 2, '{"t":"x\"b\":\"timed\"}","s":0,"e":1,"p":0,"b":"cue"},{"t":"y","s":1,"e":2,"p":0,"b":"cue"}');
+    INSERT INTO revisions (transcript_id, revision, words, member_id, note, created_at) VALUES
+      ('t-file', 0, '[{"t":"a","s":0,"e":1,"p":0,"b":"cue"},{"t":"d","s":3,"e":4,"p":0,"b":"timed"}]', NULL, 'As recognised', 0),
+      ('t-file', 1, '{"from":0,"remove":1,"insert":[{"t":"a","s":0,"e":1,"p":0,"b":"cue"}]}', 'm', 'Edited text', 1),
+      ('t-file', 2, '{"from":1,"remove":1,"insert":[{"t":"d","s":3,"e":4,"p":0,"b":"cue"}]}', 'm', 'Laid cues out again', 2),
+      ('t-file', 3, '{"from":0,"remove":1,"insert":[{"t":"e","s":0,"e":1,"p":0,"b":"cue"}]}', 'm', 'Edited text', 3);
+"#;
+
+/// After [`super::pages::TIMED_PER_CUE`] on [`BEFORE_TIMED_PER_CUE`]: every cue of the file timed
+/// by hand carries the mark, in its pages and in its history up to the re-layout that ended it;
+/// nothing else changed.
+pub fn timed_per_cue(s: &dyn Store) {
+    let words = |id: &str| {
+        s.transcript_words("j", Some(id))
+            .expect("read")
+            .expect("ready")
+            .words
+    };
+    assert_eq!(
+        words("t-file"),
+        r#"[{"t":"a","s":0,"e":1,"p":0,"b":"line"},{"t":"b","s":1,"e":2,"p":0,"b":"timed"},{"t":"c","s":2,"e":3,"p":0,"b":"timed"},{"t":"d","s":3,"e":4,"p":0,"b":"timed"}]"#
+    );
+    assert_eq!(
+        words("t-pinned"),
+        r#"[{"t":"x\"b\":\"timed\"}","s":0,"e":1,"p":0,"b":"cue"},{"t":"y","s":1,"e":2,"p":0,"b":"cue"}]"#
+    );
+    assert_eq!(
+        s.revision_entries("t-file", 3).expect("history"),
+        [
+            r#"[{"t":"a","s":0,"e":1,"p":0,"b":"timed"},{"t":"d","s":3,"e":4,"p":0,"b":"timed"}]"#,
+            r#"{"from":0,"remove":1,"insert":[{"t":"a","s":0,"e":1,"p":0,"b":"timed"}]}"#,
+            r#"{"from":1,"remove":1,"insert":[{"t":"d","s":3,"e":4,"p":0,"b":"cue"}]}"#,
+            r#"{"from":0,"remove":1,"insert":[{"t":"e","s":0,"e":1,"p":0,"b":"cue"}]}"#,
+        ]
+    );
+}

@@ -22,6 +22,30 @@ use std::fmt;
 
 use crate::words::{split_encoded, split_objects};
 
+/// The migration of words timed by hand (the SQLite store's 12, the Postgres store's 9), the
+/// same SQL for both. Before it, `"b":"timed"` was only ever on a transcript's last word and meant
+/// that every cue of the transcript was timed by hand (an imported file); since, it marks each
+/// cue timed by hand on its own last word (`cuecraft_engine::Break::Timed`). Such transcripts' cue
+/// breaks become `"timed"` in their pages, and in the history entries written while they were
+/// timed by hand (revision 0 ends with the mark, up to the first "Laid cues out again", which
+/// ended it), so the words and the revisions before that read back as they did. A `"b"` key is
+/// always its object's last, and a `"` inside a JSON string is escaped, so the text matches
+/// break keys only.
+pub const TIMED_PER_CUE: &str = r#"
+    UPDATE word_pages SET words = replace(words, '"b":"cue"}', '"b":"timed"}')
+    WHERE transcript_id IN (
+        SELECT p.transcript_id FROM word_pages p
+        WHERE p.words LIKE '%"b":"timed"}'
+          AND p.page = (SELECT MAX(q.page) FROM word_pages q WHERE q.transcript_id = p.transcript_id));
+    UPDATE revisions SET words = replace(words, '"b":"cue"}', '"b":"timed"}')
+    WHERE transcript_id IN (
+        SELECT r.transcript_id FROM revisions r
+        WHERE r.revision = 0 AND r.words LIKE '%"b":"timed"}]')
+      AND revision < COALESCE(
+        (SELECT MIN(l.revision) FROM revisions l
+         WHERE l.transcript_id = revisions.transcript_id AND l.note = 'Laid cues out again'),
+        9223372036854775807);"#;
+
 /// The size of pages and the spacing of their keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Geometry {

@@ -235,6 +235,9 @@ pub const MAIN: &[&str] = &[
     "ALTER TABLE jobs ADD COLUMN shot_changes TEXT;",
     // 8: the project's speaker names (the SQLite store's migration 11).
     "ALTER TABLE jobs ADD COLUMN speaker_names TEXT;",
+    // 9: words timed by hand marked per cue (the SQLite store's migration 12,
+    // `store::pages::TIMED_PER_CUE`).
+    crate::store::pages::TIMED_PER_CUE,
 ];
 
 /// Migrations of the ledger's schema `billing`, in order.

@@ -83,7 +83,7 @@ fn migrations_run_once_even_when_processes_start_together() {
     assert_eq!(billing, migrations::BILLING.len() as i64);
 
     // On an empty database, four racing starts apply every migration exactly once.
-    let empty = cuecraft_pgtest::cluster(|_| Ok(())).fresh_db();
+    let empty = fresh();
     {
         let mut c = empty.connect();
         c.batch_execute(
@@ -794,7 +794,7 @@ fn the_postgres_store_keeps_the_word_pages_contract() {
 #[test]
 fn migration_3_moves_stored_lists_into_pages_byte_for_byte() {
     // A database of the version before: the lists in `transcripts.words`.
-    let db = cuecraft_pgtest::cluster(|_| Ok(())).fresh_db();
+    let db = fresh();
     let long: Vec<String> = (0..2500)
         .map(|k| {
             format!(
@@ -877,6 +877,22 @@ fn migration_3_moves_stored_lists_into_pages_byte_for_byte() {
     let mut words = crate::words::split_encoded(&long).expect("list");
     words.drain(999..1001);
     assert_eq!(read("t-long"), format!("[{}]", words.join(",")));
+}
+
+#[test]
+fn migration_9_marks_every_cue_of_a_file_timed_by_hand() {
+    let db = fresh();
+    {
+        let mut c = db.connect();
+        c.batch_execute(
+            "DROP SCHEMA IF EXISTS billing CASCADE; DROP SCHEMA public CASCADE; CREATE SCHEMA public;",
+        )
+        .expect("empty the database");
+        migrations::apply(&mut c, "public", &migrations::MAIN[..8]).expect("migrate to 8");
+        c.batch_execute(crate::store::contract::BEFORE_TIMED_PER_CUE)
+            .expect("rows");
+    }
+    crate::store::contract::timed_per_cue(&store(&db));
 }
 
 /// A cluster of its own listening on 127.0.0.1 with TLS from a test CA (certificate for

@@ -221,6 +221,8 @@ pub(crate) const MAIN_MIGRATIONS: &[&str] = &[
     // 11: the project's speaker names (`Store::set_speaker_names`: a JSON object by speaker
     // number; NULL for none).
     "ALTER TABLE jobs ADD COLUMN speaker_names TEXT;",
+    // 12: words timed by hand marked per cue (`store::pages::TIMED_PER_CUE`).
+    crate::store::pages::TIMED_PER_CUE,
 ];
 
 /// Steps of migrations that SQL alone cannot take, run after that version's SQL in its

@@ -238,4 +238,17 @@ mod tests {
             .main(|c| c.query_row("SELECT words FROM transcripts", [], |_| Ok(())))
             .is_err());
     }
+
+    #[test]
+    fn migration_12_marks_every_cue_of_a_file_timed_by_hand() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        {
+            let mut c = Connection::open(dir.path().join(MAIN_DB)).expect("open");
+            super::super::migrate(&mut c, &MAIN_MIGRATIONS[..11], &[]).expect("migrate to 11");
+            c.execute_batch(crate::store::contract::BEFORE_TIMED_PER_CUE)
+                .expect("rows");
+        }
+        let store = SqliteStore::open(dir.path()).expect("migrates");
+        crate::store::contract::timed_per_cue(&store);
+    }
 }

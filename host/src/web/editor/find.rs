@@ -178,7 +178,8 @@ fn keep_inner_cue_breaks(old: &[Word], new: &mut [Word]) {
             .rposition(|n| n.end <= w.end)
             .unwrap_or(0);
         if !is_cue(&new[k]) {
-            new[k].break_after = Some(Break::Cue);
+            // Of the same kind: a cue timed by hand stays so.
+            new[k].break_after = w.break_after;
         }
     }
 }

@@ -8,25 +8,11 @@ use serde_json::Value;
 use super::super::WebError;
 use super::usize_field;
 
-/// Applies one edit operation to `words`; the note for the history. Words timed by hand
-/// (`Break::Timed` after the last) stay so: the operations see an ordinary cue break there.
+/// Applies one edit operation to `words`; the note for the history. A cue timed by hand
+/// (`Break::Timed` after its last word) stays so: a cue break the operations move or make takes
+/// the kind of the cue it cuts (a split cue's halves, a cue that gives or takes a word), and a
+/// merged cue keeps the second cue's.
 pub fn apply_op(words: &mut Vec<Word>, op: &Value) -> Result<String, WebError> {
-    let timed = words.last().and_then(|w| w.break_after) == Some(Break::Timed);
-    if let Some(w) = words.last_mut().filter(|_| timed) {
-        w.break_after = Some(Break::Cue);
-    }
-    let done = apply(words, op);
-    if let Some(w) = words
-        .last_mut()
-        .filter(|w| timed && w.break_after == Some(Break::Cue))
-    {
-        w.break_after = Some(Break::Timed);
-    }
-    done
-}
-
-/// [`apply_op`] on words with no `Break::Timed`.
-fn apply(words: &mut Vec<Word>, op: &Value) -> Result<String, WebError> {
     let kind = op.get("op").and_then(Value::as_str).unwrap_or("");
     let range = |words: &Vec<Word>| -> Result<(usize, usize), WebError> {
         let from = usize_field(op, "from")?;
@@ -60,12 +46,10 @@ fn apply(words: &mut Vec<Word>, op: &Value) -> Result<String, WebError> {
                 // The cue keeps its time: new words share it, and its end stays its own.
                 let lo = words[from].start;
                 let hi = words[from..to].iter().map(|w| w.end).max().unwrap_or(lo);
-                let ends_cue = words[from..to]
-                    .iter()
-                    .any(|w| w.break_after == Some(Break::Cue));
+                let ends_cue = words[from..to].iter().rev().find_map(cue_break);
                 let mut new = super::super::align_text(&words[from..to], text, lo, hi);
                 for w in &mut new {
-                    if w.break_after == Some(Break::Cue) {
+                    if cue_break(w).is_some() {
                         w.break_after = None;
                     }
                 }
@@ -77,10 +61,10 @@ fn apply(words: &mut Vec<Word>, op: &Value) -> Result<String, WebError> {
                 if let Some(w) = new.iter_mut().rev().find(|w| !w.text.trim().is_empty()) {
                     w.end = hi.max(w.start);
                 }
-                if ends_cue {
+                if let Some(b) = ends_cue {
                     let last = new.iter().rposition(|w| !w.text.trim().is_empty());
                     if let Some(w) = last.and_then(|k| new.get_mut(k)) {
-                        w.break_after = Some(Break::Cue);
+                        w.break_after = Some(b);
                     }
                 }
                 words.splice(from..to, new);
@@ -129,13 +113,18 @@ fn apply(words: &mut Vec<Word>, op: &Value) -> Result<String, WebError> {
                 ));
             }
             let pinned_last = pinned(words);
+            // The cue's own kind of break: the first half of a cue timed by hand is too.
+            let kind_of_cue = words[at - 1..]
+                .iter()
+                .find_map(cue_break)
+                .unwrap_or(Break::Cue);
             let w = &mut words[at - 1];
             match kind {
                 "split" => {
-                    w.break_after = Some(Break::Cue);
+                    w.break_after = Some(kind_of_cue);
                     Ok("Split a cue".into())
                 }
-                _ if w.break_after == Some(Break::Cue) && pinned_last => Err(WebError::BadRequest(
+                _ if cue_break(w).is_some() && pinned_last => Err(WebError::BadRequest(
                     "That word ends its cue: a line break goes inside a cue.".into(),
                 )),
                 _ => {
@@ -163,30 +152,28 @@ fn apply(words: &mut Vec<Word>, op: &Value) -> Result<String, WebError> {
             if kind == "movelast" {
                 let prev = (0..end)
                     .rev()
-                    .take_while(|&k| words[k].break_after != Some(Break::Cue))
+                    .take_while(|&k| cue_break(&words[k]).is_none())
                     .find(|&k| visible(&words[k]))
                     .ok_or_else(|| {
                         WebError::BadRequest(
                             "The cue has one word: merge it with the next instead.".into(),
                         )
                     })?;
-                words[prev].break_after = Some(Break::Cue);
-                words[end].break_after = None;
+                words[prev].break_after = words[end].break_after.take();
                 Ok("Moved a word to the next cue".into())
             } else {
                 let next = (end + 1..words.len())
                     .find(|&k| visible(&words[k]))
-                    .filter(|&k| words[k].break_after != Some(Break::Cue))
+                    .filter(|&k| cue_break(&words[k]).is_none())
                     .ok_or_else(|| {
                         WebError::BadRequest("The next cue has one word: merge it instead.".into())
                     })?;
-                if (end + 1..next).any(|k| words[k].break_after == Some(Break::Cue)) {
+                if (end + 1..next).any(|k| cue_break(&words[k]).is_some()) {
                     return Err(WebError::BadRequest(
                         "There is no cue boundary there.".into(),
                     ));
                 }
-                words[end].break_after = None;
-                words[next].break_after = Some(Break::Cue);
+                words[next].break_after = words[end].break_after.take();
                 Ok("Moved a word back from the next cue".into())
             }
         }
@@ -230,9 +217,15 @@ pub fn pinned(words: &[Word]) -> bool {
 
 /// A text edit that emptied the last cue leaves words still pinned.
 fn keep_pinned(words: &mut [Word]) {
-    if let Some(w) = words.last_mut() {
+    if let Some(w) = words.last_mut().filter(|w| cue_break(w).is_none()) {
         w.break_after = Some(Break::Cue);
     }
+}
+
+/// The manual cue break after `w` (timed by hand or not), if it has one.
+fn cue_break(w: &Word) -> Option<Break> {
+    w.break_after
+        .filter(|b| matches!(b, Break::Cue | Break::Timed))
 }
 
 /// The word whose manual cue break ends the cue before word `at` (pinned words): the last one
@@ -240,8 +233,8 @@ fn keep_pinned(words: &mut [Word]) {
 fn cue_end_before(words: &[Word], at: usize) -> Result<usize, WebError> {
     (0..at.min(words.len()))
         .rev()
-        .find(|&k| words[k].break_after == Some(Break::Cue) || !words[k].text.trim().is_empty())
-        .filter(|&k| words[k].break_after == Some(Break::Cue))
+        .find(|&k| cue_break(&words[k]).is_some() || !words[k].text.trim().is_empty())
+        .filter(|&k| cue_break(&words[k]).is_some())
         .ok_or_else(|| WebError::BadRequest("That is not the start of a cue.".into()))
 }
 
@@ -264,6 +257,40 @@ mod tests {
         apply_op(&mut w, &json!({"op": "linebreak", "at": 2})).expect("line");
         assert_eq!(w[1].break_after, Some(Break::Line));
         assert!(apply_op(&mut w, &json!({"op": "split", "at": 3})).is_err());
+    }
+
+    #[test]
+    fn a_cue_timed_by_hand_stays_so_through_every_operation_on_it() {
+        // Two imported cues, each timed by hand: "a b c" and "d e", then one timed by the rules.
+        let mut w: Vec<Word> = ["a", "b", "c", "d", "e", "f"]
+            .iter()
+            .enumerate()
+            .map(|(k, t)| Word::new(*t, Millis(k as i64 * 500), Millis(k as i64 * 500 + 400), 0))
+            .collect();
+        w[2].break_after = Some(Break::Timed);
+        w[4].break_after = Some(Break::Timed);
+        w[5].break_after = Some(Break::Cue);
+        let kinds = |w: &[Word]| w.iter().map(|w| w.break_after).collect::<Vec<_>>();
+        let (t, c) = (Some(Break::Timed), Some(Break::Cue));
+        apply_op(&mut w, &json!({"op": "split", "at": 1})).expect("split");
+        assert_eq!(kinds(&w), [t, None, t, None, t, c]);
+        apply_op(&mut w, &json!({"op": "merge", "at": 1})).expect("merge");
+        apply_op(&mut w, &json!({"op": "movelast", "at": 3})).expect("move last");
+        assert_eq!(kinds(&w), [Some(Break::Line), t, None, None, t, c]);
+        apply_op(&mut w, &json!({"op": "movefirst", "at": 2})).expect("move first");
+        assert_eq!(kinds(&w), [Some(Break::Line), None, t, None, t, c]);
+        // The rules' cue stays the rules' through the same operations.
+        apply_op(&mut w, &json!({"op": "movelast", "at": 5})).expect("move last");
+        assert_eq!(kinds(&w), [Some(Break::Line), None, t, t, None, c]);
+        let note = apply_op(
+            &mut w,
+            &json!({"op": "text", "from": 3, "to": 4, "text": "dee dee"}),
+        )
+        .expect("text");
+        assert_eq!(note, "Edited text");
+        assert_eq!(kinds(&w), [Some(Break::Line), None, t, None, t, None, c]);
+        apply_op(&mut w, &json!({"op": "split", "at": 6})).expect("split");
+        assert_eq!(kinds(&w)[5..], [c, c]);
     }
 
     #[test]

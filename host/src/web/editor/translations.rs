@@ -16,9 +16,9 @@ use super::view::editor_json;
 use super::{body_json, check_id, json_bytes, visible};
 
 /// Words for imported cues: each cue's lines split at whitespace, sharing the cue's time by
-/// length, a manual line break after each line but the last and a manual cue break after the
-/// cue, `Break::Timed` after the last: pinned words timed by hand, so the layout keeps the
-/// imported cues, lines and times as they were (until the subtitler lays them out again).
+/// length, a manual line break after each line but the last and `Break::Timed` after the cue:
+/// pinned words, each cue timed by hand, so the layout keeps the imported cues, lines and times
+/// as they were (a cue until the subtitler lays it out again).
 pub fn words_from_cues(cues: &[cuecraft_engine::Cue]) -> Vec<Word> {
     let mut words = Vec::new();
     let mut sorted: Vec<&cuecraft_engine::Cue> = cues.iter().collect();
@@ -46,12 +46,9 @@ pub fn words_from_cues(cues: &[cuecraft_engine::Cue]) -> Vec<Word> {
             }
         }
         if let Some(last) = pieces.last_mut() {
-            last.break_after = Some(Break::Cue);
+            last.break_after = Some(Break::Timed);
         }
         words.append(&mut pieces);
-    }
-    if let Some(last) = words.last_mut() {
-        last.break_after = Some(Break::Timed);
     }
     words
 }
@@ -198,7 +195,7 @@ mod tests {
         assert_eq!(words[0].start, Millis(0));
         assert_eq!(words[2].end, Millis(2000));
         assert_eq!(words[1].break_after, Some(Break::Line));
-        assert_eq!(words[2].break_after, Some(Break::Cue));
+        assert_eq!(words[2].break_after, Some(Break::Timed));
         assert_eq!(words[4].break_after, Some(Break::Timed));
         assert_eq!(words[3].start, Millis(3000));
         let source = vec![cuecraft_engine::Cue::from_lines(
