@@ -1133,6 +1133,49 @@ mod tests {
     }
 
     #[test]
+    fn two_short_whole_sentences_share_a_line_rather_than_flash_by() {
+        // "Fifteen minutes. Fine. Fine. I can do fifteen minutes." (drama-platform): each "Fine."
+        // alone would stay up under 5/6 s (the next word follows 0.25 s after it), so the two
+        // make one cue; the longer sentences around them keep a cue each.
+        let mut words = spoken(&["Fifteen minutes."], 0);
+        let mut at = 1_200;
+        for text in ["Fine.", "Fine."] {
+            words.push(Word::new(text, Millis(at), Millis(at + 250), 0));
+            at += 500;
+        }
+        words.extend(
+            spoken(&["I can do fifteen minutes."], 0)
+                .into_iter()
+                .map(|mut w| {
+                    w.start = w.start + Millis(at);
+                    w.end = w.end + Millis(at);
+                    w
+                }),
+        );
+        let cues = layout(&words, &Settings::default(), FrameRate::FPS_25);
+        assert_eq!(
+            texts(&cues),
+            [
+                "Fifteen minutes.",
+                "Fine. Fine.",
+                "I can do fifteen minutes."
+            ]
+        );
+        assert!(cues[1].end.0 - cues[1].start.0 >= segment::FLASH_MS);
+        // A single "Fine." there is one short cue still: no sentence is joined to save one flash.
+        let one: Vec<Word> = words
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| *k != 3)
+            .map(|(_, w)| w.clone())
+            .collect();
+        assert_eq!(
+            texts(&layout(&one, &Settings::default(), FrameRate::FPS_25)),
+            ["Fifteen minutes.", "Fine.", "I can do fifteen minutes."]
+        );
+    }
+
+    #[test]
     fn a_pause_after_a_weak_word_is_a_hesitation_not_a_sentence_end() {
         let mut words = spoken(&["we walked to the", "station in the rain"], 450);
         words.extend(spoken(&["and waited"], 0).into_iter().map(|mut w| {

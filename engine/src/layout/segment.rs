@@ -31,6 +31,12 @@ const PACE_SHARE_CAP: f32 = 3000.0;
 /// two-speaker cue excepted): as much as a cue 1.5% short of its reading time, so a sentence
 /// stays whole at the cost of an overrun no viewer notices, and pace wins over any larger one.
 pub const INNER_COST: i64 = PACE_STEP + (PACE_SHARE * 0.015) as i64;
+/// The same in a one-line cue that holds whole sentences only (it starts after a sentence end and
+/// ends with one: "Fine. Fine."), which reads as one utterance: no sentence is cut, so it costs
+/// less than two flash steps (one cue of two short sentences beats two cues that both flash by)
+/// and more than any break or line term (so each sentence keeps a cue of its own otherwise). Two
+/// lines of two sentences keep `INNER_COST`: a sentence stays whole for a hair over the pace.
+pub const WHOLE_INNER_COST: i64 = 2 * FLASH_STEP;
 /// The same for a sentence end guessed from a pause in a transcript without punctuation: under a
 /// third, since the guess is often wrong.
 pub const GUESSED_INNER_COST: i64 = 1000;
@@ -404,7 +410,7 @@ fn cue_cost(
         };
     }
     cost += pause_cost(p, c.max_gap);
-    cost += p.inner_cost * c.inner_sent;
+    cost += inner_cost(p, units, i, e.last, c.lines) * c.inner_sent;
     if c.inner_end {
         if e.open_end {
             cost += TAIL_COST;
@@ -420,6 +426,25 @@ fn cue_cost(
         return None;
     }
     rest_cost(p, units, sums, e, c, cost, best_cost)
+}
+
+/// The cost of each sentence end inside the cue from unit `i` to `last` on `lines` lines:
+/// `WHOLE_INNER_COST` when it is one line of whole sentences (and that is cheaper), else
+/// `Params::inner_cost`.
+#[inline(always)]
+fn inner_cost(p: &Params, units: &[Unit], i: usize, last: &Unit, lines: u32) -> i64 {
+    if (lines == 1) & whole_start(units, i) & last.has(SENT_END) {
+        p.inner_cost.min(WHOLE_INNER_COST)
+    } else {
+        p.inner_cost
+    }
+}
+
+/// Whether a cue starting at unit `i` starts a sentence: the first unit, or one after a sentence
+/// end.
+#[inline(always)]
+fn whole_start(units: &[Unit], i: usize) -> bool {
+    i == 0 || units[i - 1].has(SENT_END)
 }
 
 /// `DASH_TAIL_COST` when a two-speaker cue starting at unit `i` would open with the tail of a
@@ -937,6 +962,27 @@ fn fast_walk(
             }
             low = low.add(lower, &srcs, (piece_lo, hi), fixed + tail, 2);
             hi = piece_lo;
+        }
+    }
+    // A one-line cue that ends a sentence and starts after one holds whole sentences only: its
+    // inner sentence ends cost `WHOLE_INNER_COST` each rather than `inner_cost` (as `cue_cost`
+    // has it), so those starts' bounds come down and the lowest two are found again.
+    let discount = p.inner_cost - p.inner_cost.min(WHOLE_INNER_COST);
+    if discount > 0 && e.last.has(SENT_END) && sent_same > d_lo {
+        let total = i64::from(sums.sent[j - 1]);
+        low.min = i64::MAX;
+        low.second = i64::MAX;
+        for (k, slot) in lower.iter_mut().enumerate() {
+            let i = j - 2 - k;
+            if i < sent_same && slot.1 == 1 && whole_start(units, i) {
+                slot.0 -= discount * (total - i64::from(sums.sent[i]));
+            }
+            let cost = slot.0;
+            if cost < low.min {
+                (low.second, low.min, low.at) = (low.min, cost, k);
+            } else {
+                low.second = low.second.min(cost);
+            }
         }
     }
     let Lowest {
