@@ -439,6 +439,32 @@ def the_timeline(page):
     page.wait_for_timeout(300)
     page.screenshot(path=cfg["shots"] + "/editor-timeline-zoomed.png")
 
+    step("the list and the timeline follow each other; duration, CPS and the time format")
+    starts = [round(c["start"] * 1000) for c in json.loads(api(f"/v1/jobs/{job}/transcript"))["cues"]]
+    in_view = "((ms) => { const c = document.getElementById('wave'); const s = Number(c.dataset.viewStart); return s <= ms && ms <= s + c.clientWidth / Number(c.dataset.pxPerMs); })"
+    # As close as the timeline goes (a second of the file is 600 px), so the whole file does not
+    # fit; the timeline scrolled to its end, the first cue selected in the list comes into view.
+    page.keyboard.down("Control")
+    for _ in range(8):
+        page.mouse.wheel(0, -100)
+        page.wait_for_timeout(50)
+    page.keyboard.up("Control")
+    wait_js(page, "Number(document.getElementById('wave').dataset.pxPerMs) >= 0.6 - 1e-9")
+    print("   cue starts", starts, "view", page.evaluate("[Number(document.getElementById('wave').dataset.viewStart), document.getElementById('wave').clientWidth / Number(document.getElementById('wave').dataset.pxPerMs)]"), flush=True)
+    page.evaluate("(() => { const t = document.querySelector('div.timeline'); t.scrollLeft = t.scrollWidth; t.dispatchEvent(new Event('scroll')); })()")
+    wait_js(page, f"!{in_view}({starts[0]})")
+    page.locator("li.cue").first.click()
+    wait_js(page, f"{in_view}({starts[0]})")
+    page.locator("li.cue").nth(k).click()
+    # Each cue shows its duration and reading pace; the bar the selected cue's.
+    assert re.search(r"\d\.\d\d s · \d+ CPS", page.locator("li.cue .times").first.inner_text()), page.locator("li.cue .times").first.inner_text()
+    expect(page.locator("#cue-cps")).to_have_text(re.compile(r"^\d+\.\d CPS$"))
+    expect(page.locator("#cue-start")).to_have_value(re.compile(r"^\d\d:\d\d:\d\d:\d\d$"))
+    page.select_option("#time-format", "seconds")
+    expect(page.locator("#cue-start")).to_have_value(re.compile(r"^\d+:\d\d\.\d{3}$"))
+    expect(page.locator("#cue-duration")).to_have_value(re.compile(r"^\d+\.\d{3}$"))
+    page.select_option("#time-format", "timecode")
+
     step("a start typed as timecode reaches the API")
     page.locator("li.cue").nth(k).click()
     cue = json.loads(api(f"/v1/jobs/{job}/transcript"))["cues"][k]
@@ -638,6 +664,19 @@ def the_timeline(page):
     t2 = page.evaluate("document.querySelector('video').currentTime")
     assert t2 <= max(0, t - 1.9), (t, t2)
     expect(area).to_be_focused()
+    # Play and pause while typing (Ctrl+Space), the text box keeping the focus.
+    page.keyboard.press("Control+Space")
+    wait_js(page, "!document.querySelector('video').paused")
+    page.keyboard.press("Control+Space")
+    wait_js(page, "document.querySelector('video').paused")
+    expect(area).to_be_focused()
+    # Shortcuts go by the key's place (e.code): macOS's Option+J types "∆", an AZERTY layout
+    # another letter; back 2 seconds all the same.
+    page.evaluate("document.querySelector('video').currentTime = 3")
+    wait_js(page, "Math.abs(document.querySelector('video').currentTime - 3) < 0.05")
+    area.evaluate("(a) => a.dispatchEvent(new KeyboardEvent('keydown', {key: '\u2206', code: 'KeyJ', altKey: true, bubbles: true}))")
+    t3 = page.evaluate("document.querySelector('video').currentTime")
+    assert abs(t3 - 1) < 0.1, t3
     page.keyboard.press("Escape")
 
     step("the audio job at 1280x720: the subtitle over the timeline; screenshot")
@@ -1050,6 +1089,24 @@ with sync_playwright() as pw:
         page.click('a.download[data-format="srt"]')
     assert open(info.value.path(), "rb").read() == api(f"/v1/jobs/{cfg['audio']}/subtitles?format=srt")
 
+    step("an edit of the original offers itself to the clean version, which takes it")
+    audio = cfg["audio"]
+    clean_id = next(t["id"] for t in json.loads(api(f"/v1/jobs/{audio}"))["transcripts"] if t["kind"] == "clean")
+    def clean_text():
+        return api(f"/v1/jobs/{audio}/transcript?format=text&transcriptId={clean_id}").decode()
+    before = clean_text()
+    assert "test" in before and "trial" not in before, before
+    k = next(i for i, li in enumerate(page.locator("li.cue .text").all_inner_texts()) if "test" in li)
+    area = open_text(page, k)
+    area.fill(area.input_value().replace("test", "trial", 1))
+    page.keyboard.press("Tab")
+    expect(page.locator("#carry")).to_be_visible()
+    expect(page.locator("#carry-text")).to_contain_text("Make the same change in")
+    page.click("#carry-apply")
+    expect(page.locator("#carry")).to_be_hidden()
+    wait_js(page, "/same change in the clean version/.test(document.getElementById('notice').textContent)")
+    assert clean_text() == before.replace("test", "trial", 1), (before, clean_text())
+
     step("the clean version side by side with the original")
     page.select_option("#transcript", label="Clean version (en)")
     expect(page.locator("#beside-head")).to_be_visible()
@@ -1065,9 +1122,11 @@ with sync_playwright() as pw:
 
     step("import a translation from an SRT file: shown beside the original")
     srt_path = cfg["profile"] + "-nl.srt"
-    with open(srt_path, "w", encoding="utf-8") as f:
-        f.write("1\r\n00:00:00,100 --> 00:00:01,000\r\nHallo wereld.\r\n\r\n"
-                "2\r\n00:00:01,200 --> 00:00:03,000\r\nDit is een test van de ondertitels.\r\n\r\n")
+    # Timed on the job's frames (25 a second), as a subtitler's file is.
+    srt = ("1\r\n00:00:00,120 --> 00:00:01,000\r\nHallo wereld.\r\n\r\n"
+           "2\r\n00:00:01,200 --> 00:00:03,000\r\nDit is een test\r\nvan de ondertitels.\r\n\r\n")
+    with open(srt_path, "w", encoding="utf-8", newline="") as f:
+        f.write(srt)
     page.click("#translate-panel summary")
     page.fill('#translate-form input[name="language"]', "nl")
     page.fill('#translate-form input[name="label"]', "Nederlands")
@@ -1080,7 +1139,7 @@ with sync_playwright() as pw:
     expect(page.locator("#transcript option:checked")).to_have_text("Nederlands (nl)")
     page.screenshot(path=cfg["shots"] + "/editor-translation.png", full_page=True)
     nl = api(f"/v1/jobs/{cfg['audio']}/subtitles?language=nl").decode()
-    assert "Hallo wereld." in nl, nl
+    assert nl == srt, ("an imported SRT downloads back identical", nl)
     page.select_option("#transcript", index=0)
     expect(page.locator("li.cue").first).to_contain_text("Hello world.")
 
