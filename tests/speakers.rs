@@ -149,8 +149,13 @@ fn job(server: &Server, org: &Org, media: &Path, language: &str) -> Value {
 }
 
 fn server_in(tmp: tempfile::TempDir) -> Server {
+    server_running(tmp, RECOGNIZER)
+}
+
+/// A server whose recognizer is the plug-in `script`, written into `tmp`.
+fn server_running(tmp: tempfile::TempDir, plug_in: &str) -> Server {
     let script = tmp.path().join("recognizer.sh");
-    std::fs::write(&script, RECOGNIZER).expect("script");
+    std::fs::write(&script, plug_in).expect("script");
     run(Command::new("chmod").arg("+x").arg(&script));
     let args: Vec<String> = [
         "--recognizer",
@@ -256,6 +261,41 @@ fn two_voices_give_two_speakers_blank_lines_and_a_dashed_cue() {
         first_turn.contains("valley.") && !first_turn.contains("Thank you"),
         "{text}"
     );
+
+    // The clean version (issue 23 item 3) keeps every cue's speaker: nothing here is a filler,
+    // so its cues are the original's, speakers, dashes and words alike.
+    let clean = job["transcripts"]
+        .as_array()
+        .and_then(|l| l.iter().find(|t| t["kind"] == "clean"))
+        .and_then(|t| t["id"].as_str())
+        .unwrap_or_else(|| panic!("no clean version in {job}"))
+        .to_string();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let cleaned = loop {
+        let r = server.get(
+            &org.key,
+            &format!("/v1/jobs/{id}/transcript?transcriptId={clean}"),
+        );
+        if r.status == 200 {
+            break r.json();
+        }
+        assert_eq!(r.code(), "transcript_not_ready", "{}", r.text());
+        assert!(
+            std::time::Instant::now() < deadline,
+            "clean version never ready"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let shape = |cues: &[Value]| -> Vec<(Value, Value, usize)> {
+        cues.iter()
+            .map(|c| {
+                let words = c["words"].as_array().map_or(0, Vec::len);
+                (c["speaker"].clone(), c["lines"].clone(), words)
+            })
+            .collect()
+    };
+    let clean_cues = cleaned["cues"].as_array().expect("clean cues");
+    assert_eq!(shape(clean_cues), shape(cues), "{cleaned}");
 }
 
 #[test]
@@ -293,6 +333,49 @@ fn silence_and_one_word_are_ready_never_failed() {
         assert_eq!(got.len(), cues, "{language}: {body}");
         assert!(got.iter().all(|c| c["speaker"] == 0), "{language}: {body}");
     }
+}
+
+/// A plug-in that empties the WAV it was given once it has read it (as a full disk or a temporary
+/// directory's cleaner would), then prints the words: the diarization, which reads that WAV after
+/// the recognizer, cannot.
+const EMPTIES_THE_WAV: &str = r#"#!/bin/sh
+cat > /dev/null
+: > "$1"
+cat "$(dirname "$0")/words-$2.json"
+"#;
+
+/// Issue 23 item 6: a failure inside the diarization keeps every word with speaker 0, says so in
+/// the log and never fails the job. The two-voice conversation (two speakers when the WAV can be
+/// read: two_voices_give_two_speakers_blank_lines_and_a_dashed_cue) with a WAV the diarization
+/// cannot read.
+#[test]
+fn a_diarization_failure_keeps_the_words_with_speaker_0_and_the_job_ready() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let (media, truth) = conversation(tmp.path());
+    let server = server_running(tmp, EMPTIES_THE_WAV);
+    let org = server.org(100_000, &[]);
+    let job = job(&server, &org, &media, "en");
+    assert_eq!(job["status"], "ready", "{job}\n{}", server.log());
+    let id = job["id"].as_str().expect("id");
+    let body = server
+        .get(&org.key, &format!("/v1/jobs/{id}/transcript"))
+        .json();
+    let cues = body["cues"].as_array().expect("cues");
+    let words: usize = cues
+        .iter()
+        .map(|c| c["words"].as_array().map_or(0, Vec::len))
+        .sum();
+    assert_eq!(words, truth.len(), "every word kept: {body}");
+    assert!(cues.iter().all(|c| c["speaker"] == 0), "{body}");
+    let log = server.log();
+    let warning = log
+        .lines()
+        .find(|l| l.contains("speakers not found, all words are speaker 0"))
+        .unwrap_or_else(|| panic!("no warning in the log:\n{log}"));
+    assert!(
+        warning.contains("WARN") && warning.contains(id),
+        "{warning}"
+    );
 }
 
 /// The editor's words of a ready job replaced by `words` (stored form), before the editor has

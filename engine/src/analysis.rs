@@ -926,6 +926,27 @@ mod tests {
     }
 
     #[test]
+    fn a_highlight_ends_where_the_speaker_changes() {
+        // The recognizer missed the full stop where a second person cuts in: the speaker change
+        // still ends the sentence, so a highlight never puts two people's words in one quote.
+        let mut words = speech(&[
+            "Rockets need fuel to climb.",
+            "The engines burn fuel quickly.",
+            "A rocket reaches orbit when its engines burn enough fuel my cat likes warm milk.",
+        ]);
+        let cut = words.len() - 5;
+        for w in &mut words[cut..] {
+            w.speaker = 1;
+        }
+        let top = highlights(&words, 1);
+        assert_eq!(
+            top[0].text,
+            "A rocket reaches orbit when its engines burn enough fuel"
+        );
+        assert_eq!(top[0].end, words[cut - 1].end);
+    }
+
+    #[test]
     fn chapters_find_the_switch_between_two_topics_and_name_them() {
         let mut rng = Lcg(7);
         let mut sentences = topic(&mut rng, SPACE, 30);
