@@ -752,6 +752,119 @@ fn detecting_speakers_again_takes_the_count_asked_and_keeps_what_a_person_set() 
     assert_eq!(d["transcript"]["revision"], 4);
 }
 
+/// Runs sox with `args`.
+fn sox(args: &[&str]) {
+    run(Command::new("sox").args(args));
+}
+
+/// A song of 24 s in `dir` (issue 23 item 6) whose accompaniment changes half-way, as songs do: a
+/// verse (0-12 s) over a quiet noise hi-hat on every quarter of a second, then a chorus (12-24 s)
+/// over loud plucked chords (C, Am, F, G, a second each) with the hi-hat; five lyric lines in one
+/// voice (flite's `rms`), two in the verse and three in the chorus, each line's words placed in
+/// it. Writes the words as `words-{language}.json`; returns the song.
+fn song(dir: &Path, language: &str) -> PathBuf {
+    let p = |name: &str| dir.join(name).to_string_lossy().into_owned();
+    let r = ["-r", "16000", "-b", "16"];
+    let mut chords = Vec::new();
+    for (k, notes) in [
+        ["C3", "E3", "G3"],
+        ["A2", "C3", "E3"],
+        ["F2", "A2", "C3"],
+        ["G2", "B2", "D3"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let three = p(&format!("chord{k}-3.wav"));
+        #[rustfmt::skip]
+        sox(&["-n", r[0], r[1], r[2], r[3], "-c", "3", &three, "synth", "1",
+              "pluck", notes[0], "pluck", notes[1], "pluck", notes[2]]);
+        let one = p(&format!("chord{k}.wav"));
+        sox(&[&three, "-c", "1", &one, "gain", "-3"]);
+        chords.push(one);
+    }
+    let bar = p("bar.wav");
+    let mut args: Vec<&str> = chords.iter().map(String::as_str).collect();
+    args.push(&bar);
+    sox(&args);
+    // Three bars of chords: the chorus's 12 s.
+    let chords = p("chords.wav");
+    sox(&[&bar, &bar, &bar, &chords]);
+    let hat = p("hat.wav");
+    #[rustfmt::skip]
+    sox(&["-n", r[0], r[1], r[2], r[3], "-c", "1", &hat, "synth", "0.04", "whitenoise",
+          "highpass", "6000", "fade", "0", "0.04", "0.035", "pad", "0", "0.21", "repeat", "47"]);
+    let verse = p("verse.wav");
+    sox(&[&hat, &verse, "vol", "0.3"]);
+    let chorus = p("chorus.wav");
+    sox(&["-m", &chords, "-v", "0.5", &hat, &chorus]);
+    let music = p("music.wav");
+    sox(&[&verse, &chorus, &music]);
+    let lines = [
+        (1.5, "Walking down the river in the morning light"),
+        (6.0, "Every little window has a story to tell"),
+        (12.5, "Hold on, hold on, the summer will be ours"),
+        (16.5, "Oh the night is young and we are singing along"),
+        (20.5, "Walking down the river, walking home again"),
+    ];
+    let mut parts = Vec::new();
+    let mut words = Vec::new();
+    for (k, (start, text)) in lines.iter().enumerate() {
+        let (wav, secs) = say(dir, 100 + k, "rms", text);
+        words.extend(words_of(text, *start, secs));
+        let placed = p(&format!("line{k}.wav"));
+        sox(&[
+            &wav.to_string_lossy(),
+            &placed,
+            "pad",
+            &format!("{start}"),
+            "0",
+        ]);
+        parts.push(placed);
+    }
+    let voice = p("voice.wav");
+    let mut args = vec!["-m"];
+    args.extend(parts.iter().map(String::as_str));
+    args.push(&voice);
+    sox(&args);
+    // The voice at the level of its lines, the accompaniment at half its own.
+    let out = dir.join(format!("song-{language}.wav"));
+    #[rustfmt::skip]
+    sox(&["-m", "-v", "1", &voice, "-v", "0.5", &music, &out.to_string_lossy(),
+          "trim", "0", "24"]);
+    let recognized = json!({"language": "en", "words": words});
+    std::fs::write(
+        dir.join(format!("words-{language}.json")),
+        recognized.to_string(),
+    )
+    .expect("words");
+    out
+}
+
+/// Music (issue 23 item 6): a song, one voice singing over an accompaniment that changes from
+/// verse to chorus, is one speaker, never two (the accompaniment's change is not a second
+/// voice), and the job is ready.
+#[test]
+fn a_song_is_one_speaker_and_ready() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let media = song(tmp.path(), "en");
+    let server = server_in(tmp);
+    let org = server.org(100_000, &[]);
+    let job = job(&server, &org, &media, "en");
+    assert_eq!(job["status"], "ready", "{job}\n{}", server.log());
+    let id = job["id"].as_str().expect("id");
+    let body = server
+        .get(&org.key, &format!("/v1/jobs/{id}/transcript"))
+        .json();
+    let cues = body["cues"].as_array().expect("cues");
+    assert!(cues.len() >= 5, "{body}");
+    assert!(cues.iter().all(|c| c["speaker"] == 0), "{body}");
+    let text = server
+        .get(&org.key, &format!("/v1/jobs/{id}/transcript?format=text"))
+        .text();
+    assert!(!text.contains("\n\n"), "no speaker break: {text}");
+}
+
 /// Each cue's speaker, in order.
 fn cue_speakers(server: &Server, org: &Org, id: &str) -> (Vec<u64>, Value) {
     let body = server
