@@ -661,10 +661,11 @@ pub fn check_with_shots(
     out
 }
 
-/// Whether a shot change falls in the gap from frame `end` to `next` (on `next` included): such a
-/// gap is timed to the cut rather than chained.
+/// Whether a shot change falls in the gap from frame `end` to `next` (both included: a cue that
+/// ends on the cut or a next cue that starts on it): such a gap is timed to the cut rather than
+/// chained.
 fn cut_in(cuts: &[i64], end: i64, next: i64) -> bool {
-    let i = cuts.partition_point(|&c| c <= end);
+    let i = cuts.partition_point(|&c| c < end);
     cuts.get(i).is_some_and(|&c| c <= next)
 }
 

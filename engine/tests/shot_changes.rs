@@ -146,6 +146,28 @@ fn a_cue_whose_speech_runs_over_a_cut_stays_up_half_a_second_past_it() {
 }
 
 #[test]
+fn a_cue_whose_speech_ends_just_before_a_cut_ends_on_it() {
+    for (num, den) in RATES {
+        let fr = rate(num, den);
+        let half = if num == 30000 { 15 } else { 12 };
+        let words = said("We waited there for the boat.", 0);
+        let last_word_end = frame(fr, words.last().unwrap().end);
+        // The speech ends one frame before the cut: two frames before it would cut it short, and
+        // half a second past it would hold the text into the next shot for nothing.
+        let cut_frame = last_word_end + 1;
+        let cut = fr.frame_start(cut_frame);
+        let cues = layout_with_shots(&words, &Settings::default(), fr, &[cut]);
+        assert_eq!(frame(fr, cues[0].end), cut_frame, "{num}/{den}");
+        assert!(frame(fr, cues[0].end) - last_word_end <= half);
+        assert!(shot_findings(&cues, &words, fr, &[cut]).is_empty());
+        // Two frames after the speech: the out-time two frames before it, on the speech.
+        let cut = fr.frame_start(last_word_end + 2);
+        let cues = layout_with_shots(&words, &Settings::default(), fr, &[cut]);
+        assert_eq!(frame(fr, cues[0].end), last_word_end, "{num}/{den}");
+    }
+}
+
+#[test]
 fn a_cut_is_not_taken_from_the_time_the_previous_cue_needs() {
     for (num, den) in RATES {
         let fr = rate(num, den);

@@ -5,8 +5,9 @@
 //!   [`SHOT_GAP`] frames before a shot change starts on it instead of flashing over the cut.
 //! - Out-time: a cue that would cross a shot change and end less than half a second after it (or
 //!   end less than [`SHOT_GAP`] frames before it) ends [`SHOT_GAP`] frames before it, unless its
-//!   speech, reading pace or minimum duration need the time; then it stays up half a second past
-//!   the cut when the next cue and the maximum duration leave room, so no cue hangs over a cut
+//!   speech, reading pace or minimum duration need the time; then it ends on the cut when they
+//!   need no more than the frames up to it, and stays up half a second past the cut when they
+//!   cross it (and the next cue and the maximum duration leave room), so no cue hangs over a cut
 //!   by a few frames.
 //!
 //! [`crate::qc`]'s `shot-change-in` and `shot-change-out` rules flag exactly what these rules
@@ -73,8 +74,11 @@ pub fn hung_cut(cuts: &[i64], s: i64, e: i64, half: i64) -> Option<i64> {
 
 /// The out-time of a cue from frame `s` to `e` under the rules: `need` is the earliest frame it
 /// may end on (its speech, reading pace and minimum duration), `room` the latest (the next cue
-/// less the frame gap, the maximum duration). Where no out-time between them keeps the rules
-/// (cuts closer together than half a second), the cue ends before the latest cut it can.
+/// less the frame gap, the maximum duration). Two frames before a cut it hangs over; on the cut
+/// when its needs end in the two frames before it (the issue's "extend to it when pace needs the
+/// time"); half a second past it when its needs cross it. Where no out-time between them keeps
+/// the rules (cuts closer together than half a second), the cue ends before the latest cut it
+/// can.
 pub fn end_at_cuts(cuts: &[i64], s: i64, e: i64, need: i64, room: i64, half: i64) -> i64 {
     let mut e = e;
     // Each step ends the cue before an earlier cut, so a few suffice; bounded all the same.
@@ -86,6 +90,12 @@ pub fn end_at_cuts(cuts: &[i64], s: i64, e: i64, need: i64, room: i64, half: i64
         if before > s && before >= need {
             e = before;
             continue;
+        }
+        // Its needs end in the last two frames before the cut: it ends on the cut, with the
+        // picture, rather than half a second into the next shot where nothing of it is said.
+        if need <= c && c > s && c <= room {
+            e = c;
+            break;
         }
         // Half a second past the cut, unless that hangs over the next one.
         let after = c.saturating_add(half);
@@ -156,5 +166,20 @@ mod tests {
         assert_eq!(end_at_cuts(&[100, 110], 50, 103, 101, 1000, 12), 103);
         // A cut at the cue's own start is not crossed.
         assert_eq!(end_at_cuts(&cuts, 100, 105, 101, 1000, 12), 105);
+    }
+
+    #[test]
+    fn an_end_whose_needs_stop_just_before_a_cut_ends_on_it() {
+        let cuts = [100];
+        // Speech to frame 99 or 100 (one frame less than two before the cut): on the cut, not
+        // half a second past it.
+        assert_eq!(end_at_cuts(&cuts, 50, 99, 99, 1000, 12), 100);
+        assert_eq!(end_at_cuts(&cuts, 50, 100, 100, 1000, 12), 100);
+        // Held past the cut by chaining with the needs before it: back on the cut.
+        assert_eq!(end_at_cuts(&cuts, 50, 105, 99, 1000, 12), 100);
+        // The next cue leaves no room up to the cut: left as it is.
+        assert_eq!(end_at_cuts(&cuts, 50, 99, 99, 99, 12), 99);
+        // The needs cross the cut: still half a second past it.
+        assert_eq!(end_at_cuts(&cuts, 50, 101, 101, 1000, 12), 112);
     }
 }
