@@ -59,6 +59,25 @@ fn secs(t: Millis) -> String {
     format!("{:.3} s", t.0 as f64 / 1000.0)
 }
 
+/// The refusal of cue `n`'s start (`start`) or end at `asked` when the cue before it (or after
+/// it), `other`, has no room left to keep the minimum gap: it would have to end before its own
+/// start (or start after its own end).
+fn no_room(n: u32, start: bool, asked: Millis, other: &Shown, settings: &Settings) -> WebError {
+    let (what, its, at, must, side) = if start {
+        ("start", "starts", other.start, "end", "before")
+    } else {
+        ("end", "ends", other.end, "start", "after")
+    };
+    let frames = settings.min_frames_between_subtitles;
+    WebError::BadRequest(format!(
+        "Cue {n} cannot {what} at {}: cue {} {its} at {} and must {must} {frames} frame{} {side} it.",
+        secs(asked),
+        other.index,
+        secs(at),
+        if frames == 1 { "" } else { "s" },
+    ))
+}
+
 /// Applies a `settime` (`{from, to, edge, time}`, time in ms) or `nudge` (`{from, to, edge,
 /// frames}`) to `words`, the cue `[from, to)` being one of `cues` as shown.
 pub(super) fn set_time(
@@ -140,14 +159,7 @@ pub(super) fn set_time(
             let end = Millis(asked.0 - gap.0);
             if prev.end > end {
                 if end.0 < prev.start.0 + frame.0 {
-                    return Err(WebError::BadRequest(format!(
-                        "Cue {n} cannot start at {}: cue {} starts at {} and must end {} frame{} before it.",
-                        secs(asked),
-                        prev.index,
-                        secs(prev.start),
-                        settings.min_frames_between_subtitles,
-                        if settings.min_frames_between_subtitles == 1 { "" } else { "s" },
-                    )));
+                    return Err(no_room(n, true, asked, &prev, settings));
                 }
                 let t = word_time(end);
                 for w in &mut words[prev.from..prev.to] {
@@ -182,14 +194,7 @@ pub(super) fn set_time(
             let begin = Millis(asked.0 + gap.0);
             if next.start < begin {
                 if begin.0 + frame.0 > next.end.0 {
-                    return Err(WebError::BadRequest(format!(
-                        "Cue {n} cannot end at {}: cue {} ends at {} and must start {} frame{} after it.",
-                        secs(asked),
-                        next.index,
-                        secs(next.end),
-                        settings.min_frames_between_subtitles,
-                        if settings.min_frames_between_subtitles == 1 { "" } else { "s" },
-                    )));
+                    return Err(no_room(n, false, asked, &next, settings));
                 }
                 let t = word_time(begin);
                 for w in &mut words[next.from..next.to] {
@@ -450,7 +455,23 @@ mod tests {
             &Settings::default(),
             FrameRate::FPS_25,
         );
-        assert!(matches!(e, Err(WebError::BadRequest(m)) if m.contains("cue 2 ends at")));
+        assert!(
+            matches!(e, Err(WebError::BadRequest(ref m)) if m.contains("cue 2 ends at") && m.ends_with("must start 3 frames after it.")),
+            "{e:?}"
+        );
+        assert_eq!(w2, w);
+        // The second cue's start before the first cue's: refused, the words untouched.
+        let e = set_time(
+            &mut w2,
+            &after,
+            &op(&w, 1, "start", 0),
+            &Settings::default(),
+            FrameRate::FPS_25,
+        );
+        assert!(
+            matches!(e, Err(WebError::BadRequest(ref m)) if m.contains("cue 1 starts at") && m.ends_with("must end 3 frames before it.")),
+            "{e:?}"
+        );
         assert_eq!(w2, w);
         // The same time again changes nothing: refused.
         let e = set_time(
