@@ -603,6 +603,23 @@ def the_timeline(page):
     assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
     for name in ["Start −1 frame", "Start +1 frame", "End −1 frame", "End +1 frame"]:
         expect(page.get_by_role("button", name=name, exact=True)).to_have_count(1)
+    # Non-text contrast (WCAG 1.4.11): every visible control's border has >= 3:1 against what
+    # is behind the control (the first ancestor with a background of its own).
+    borders = page.evaluate("""Array.from(document.querySelectorAll(
+            'button, .button, select, textarea, input:not([type=checkbox]):not([type=radio]):not([type=range]):not([type=hidden])'))
+        .filter((el) => el.offsetParent && parseFloat(getComputedStyle(el).borderTopWidth) > 0)
+        .map((el) => {
+            let up = el.parentElement, bg = 'rgb(255, 255, 255)';
+            while (up) {
+                const c = getComputedStyle(up).backgroundColor;
+                if (c !== 'rgba(0, 0, 0, 0)' && c !== 'transparent') { bg = c; break; }
+                up = up.parentElement;
+            }
+            return [el.id || el.textContent.trim().slice(0, 20) || el.tagName, getComputedStyle(el).borderTopColor, bg];
+        })""")
+    assert len(borders) >= 10, borders
+    low = [(n, c, b, round(contrast(c, b), 2)) for n, c, b in borders if contrast(c, b) < 3]
+    assert not low, low
     page.keyboard.press("?")
     expect(page.locator("#help")).to_be_visible()
     expect(page.locator("#help")).to_contain_text("Alt+I / Alt+O")
