@@ -148,6 +148,13 @@ fn job(server: &Server, org: &Org, media: &Path, language: &str) -> Value {
     server.wait_for(&org.key, &id, &["ready", "failed"])
 }
 
+/// [`job`], asserted ready: its id.
+fn ready_job(server: &Server, org: &Org, media: &Path, language: &str) -> String {
+    let job = job(server, org, media, language);
+    assert_eq!(job["status"], "ready", "{job}\n{}", server.log());
+    job["id"].as_str().expect("id").to_string()
+}
+
 fn server_in(tmp: tempfile::TempDir) -> Server {
     server_running(tmp, RECOGNIZER)
 }
@@ -354,9 +361,7 @@ fn a_diarization_failure_keeps_the_words_with_speaker_0_and_the_job_ready() {
     let (media, truth) = conversation(tmp.path());
     let server = server_running(tmp, EMPTIES_THE_WAV);
     let org = server.org(100_000, &[]);
-    let job = job(&server, &org, &media, "en");
-    assert_eq!(job["status"], "ready", "{job}\n{}", server.log());
-    let id = job["id"].as_str().expect("id");
+    let id = &ready_job(&server, &org, &media, "en");
     let body = server
         .get(&org.key, &format!("/v1/jobs/{id}/transcript"))
         .json();
@@ -640,9 +645,7 @@ fn detecting_speakers_again_takes_the_count_asked_and_keeps_what_a_person_set() 
     let (media, truth) = conversation(tmp.path());
     let server = server_in(tmp);
     let org = server.org(100_000, &[]);
-    let job = job(&server, &org, &media, "en");
-    assert_eq!(job["status"], "ready", "{job}\n{}", server.log());
-    let id = job["id"].as_str().expect("id");
+    let id = &ready_job(&server, &org, &media, "en");
     let web = Web::sign_in(&server, &org.owner);
     let data = web.get_json(&format!("/editor/{id}/data")).json();
     assert_eq!(
@@ -850,9 +853,7 @@ fn a_song_is_one_speaker_and_ready() {
     let media = song(tmp.path(), "en");
     let server = server_in(tmp);
     let org = server.org(100_000, &[]);
-    let job = job(&server, &org, &media, "en");
-    assert_eq!(job["status"], "ready", "{job}\n{}", server.log());
-    let id = job["id"].as_str().expect("id");
+    let id = &ready_job(&server, &org, &media, "en");
     let body = server
         .get(&org.key, &format!("/v1/jobs/{id}/transcript"))
         .json();
@@ -893,9 +894,8 @@ fn pocketsphinx_words_get_speakers_from_the_service() {
         RATE[1],
     ]);
     let org = server.org(100_000, &[]);
-    let job = job(&server, &org, &media, "en");
-    assert_eq!(job["status"], "ready", "{job}\n{}", server.log());
-    let (speakers, body) = cue_speakers(&server, &org, job["id"].as_str().expect("id"));
+    let id = ready_job(&server, &org, &media, "en");
+    let (speakers, body) = cue_speakers(&server, &org, &id);
     let found: std::collections::BTreeSet<_> = speakers.iter().collect();
     assert_eq!(found.len(), 2, "{body}");
     // The host opens (speaker 0) and the guest's long answer closes the recording.
@@ -922,9 +922,8 @@ fn a_plug_ins_own_speakers_are_kept() {
     std::fs::write(&path, recognized.to_string()).expect("words");
     let server = server_in(tmp);
     let org = server.org(100_000, &[]);
-    let job = job(&server, &org, &media, "en");
-    assert_eq!(job["status"], "ready", "{job}\n{}", server.log());
-    let (speakers, body) = cue_speakers(&server, &org, job["id"].as_str().expect("id"));
+    let id = ready_job(&server, &org, &media, "en");
+    let (speakers, body) = cue_speakers(&server, &org, &id);
     let found: std::collections::BTreeSet<_> = speakers.iter().copied().collect();
     assert_eq!(found, [0, 1, 2].into(), "{body}");
 }
