@@ -167,7 +167,7 @@ fn an_unknown_language_fails_before_any_work() {
 /// each start is counted in `starts` (the start's number is `$n` in the snippets) and each request
 /// kept in `requests`. `on_start` runs before it says it is ready; `windows` answers a `windows`
 /// request and `decode` a `decode` request (the request's id is `$id`, the window's first sample
-/// `$start`). Any other request is answered with an error.
+/// `$start`). `detect` answers English. Any other request is answered with an error.
 fn protocol_stand_in(dir: &Path, on_start: &str, windows: &str, decode: &str) -> PathBuf {
     let path = dir.join("python3");
     let script = format!(
@@ -183,6 +183,7 @@ while read -r line; do
     *'"op":"windows"'*)
       {windows}
       ;;
+    *'"op":"detect"'*) echo "{{\"id\": $id, \"done\": true, \"language\": \"en\"}}" ;;
     *'"op":"decode"'*)
       start=$(printf '%s' "$line" | sed 's/.*"start":\([0-9]*\).*/\1/')
       {decode}
@@ -452,4 +453,130 @@ fn a_run_on_window_is_tried_again_greedily_and_kept_only_when_that_try_is_better
             "{decodes:?}"
         );
     }
+}
+
+/// Shell that waits (at most 30 s) until a process has decoded a window, then writes whether
+/// one had into `overlap` (`yes` / `no`).
+fn wait_for_a_decode(dir: &Path) -> String {
+    let d = dir.display();
+    format!(
+        "i=0; while [ ! -e '{d}/decoded' ] && [ $i -lt 150 ]; do sleep 0.2; i=$((i+1)); done\n\
+         if [ -e '{d}/decoded' ]; then echo yes > '{d}/overlap'; else echo no > '{d}/overlap'; fi\n"
+    )
+}
+
+/// The starts of the decoded windows, in the order they were asked for.
+fn decoded_starts(dir: &Path) -> Vec<u64> {
+    requests(dir)
+        .iter()
+        .filter(|r| r["op"] == "decode")
+        .map(|r| r["start"].as_u64().unwrap())
+        .collect()
+}
+
+#[test]
+fn a_lone_job_decodes_its_first_windows_while_its_own_process_still_reads_the_file() {
+    // Two processes allowed, language `auto`: the job's own process sends three windows and then
+    // holds the rest of its pass until a window has been decoded. The borrowed process detects
+    // the language on those three and decodes them meanwhile; the words are in window order.
+    let dir = tempfile::tempdir().unwrap();
+    let wav = fake_wav(dir.path(), "a.wav");
+    let windows: Vec<(u64, u64)> = (0..5).map(|k| (k * 48_000, k * 48_000 + 32_000)).collect();
+    let pass = format!(
+        "{}{}{}",
+        answer_windows(&windows[..3], 0)
+            .lines()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join("\n")
+            + "\n",
+        wait_for_a_decode(dir.path()),
+        answer_windows(&windows[3..], 300_000)
+    );
+    let decode = format!(
+        "touch '{}/decoded'\n{ANSWER_ONE_WORD}",
+        dir.path().display()
+    );
+    let opts = WhisperOptions {
+        python: protocol_stand_in(dir.path(), "", &pass, &decode),
+        processes: 2,
+        ..WhisperOptions::default()
+    };
+    let recognizer = WhisperRecognizer::new(opts);
+    let heard = recognizer.recognize(&wav, "auto", &[]).unwrap();
+    let overlap = std::fs::read_to_string(dir.path().join("overlap")).unwrap();
+    assert_eq!(
+        overlap.trim(),
+        "yes",
+        "no window was decoded during the pass"
+    );
+    assert_eq!(
+        speech::transcript(&heard.words),
+        "w0 w48000 w96000 w144000 w192000"
+    );
+    assert_eq!(heard.language, "en");
+    let sent = requests(dir.path());
+    let detect: Vec<&serde_json::Value> = sent.iter().filter(|r| r["op"] == "detect").collect();
+    assert_eq!(detect.len(), 1, "{sent:?}");
+    assert_eq!(
+        detect[0]["windows"],
+        serde_json::json!([[0, 32_000], [48_000, 80_000], [96_000, 128_000]])
+    );
+    let mut decoded = decoded_starts(dir.path());
+    decoded.sort_unstable();
+    assert_eq!(decoded, [0, 48_000, 96_000, 144_000, 192_000]);
+    assert!(sent
+        .iter()
+        .filter(|r| r["op"] == "decode")
+        .all(|r| r["language"] == "en"));
+    assert_eq!(starts(dir.path()), 2);
+}
+
+#[test]
+fn a_process_killed_while_reading_the_file_neither_repeats_nor_loses_a_window() {
+    // The job's own process sends two windows, waits until the borrowed process has decoded one,
+    // then dies mid-pass (a kill -9). A fresh process reads the file again and finds the same
+    // windows: the two already sent are not sent again, the rest are; each window is decoded
+    // once and the words are in order.
+    let dir = tempfile::tempdir().unwrap();
+    let wav = fake_wav(dir.path(), "a.wav");
+    let windows: Vec<(u64, u64)> = (0..4).map(|k| (k * 48_000, k * 48_000 + 32_000)).collect();
+    let first_two: String = answer_windows(&windows[..2], 0)
+        .lines()
+        .take(2)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let pass = format!(
+        "if [ \"$n\" -eq 1 ]; then\n{first_two}{}exit 9\nfi\n{}",
+        wait_for_a_decode(dir.path()),
+        answer_windows(&windows, 240_000)
+    );
+    let decode = format!(
+        "touch '{}/decoded'\n{ANSWER_ONE_WORD}",
+        dir.path().display()
+    );
+    let opts = WhisperOptions {
+        python: protocol_stand_in(dir.path(), "", &pass, &decode),
+        processes: 2,
+        ..WhisperOptions::default()
+    };
+    let recognizer = WhisperRecognizer::new(opts);
+    let heard = recognizer.recognize(&wav, "en", &[]).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("overlap"))
+            .unwrap()
+            .trim(),
+        "yes"
+    );
+    assert_eq!(speech::transcript(&heard.words), "w0 w48000 w96000 w144000");
+    let mut decoded = decoded_starts(dir.path());
+    decoded.sort_unstable();
+    assert_eq!(decoded, [0, 48_000, 96_000, 144_000]);
+    let passes = requests(dir.path())
+        .iter()
+        .filter(|r| r["op"] == "windows")
+        .count();
+    assert_eq!(passes, 2);
+    // The job's process, the borrowed one, the one that took over the pass.
+    assert_eq!(starts(dir.path()), 3);
 }

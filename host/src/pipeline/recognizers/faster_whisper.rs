@@ -326,83 +326,105 @@ impl Recognizer for WhisperRecognizer {
         let target = WhisperLanguage::from_requested(language)?;
         let deadline = Instant::now() + self.time_limit.for_wav(wav);
         let fail = |e: AskError| RecognizeError(e.message(wav));
-        let mut own: Option<Worker> = Some(self.take()?);
-        let result = (|| {
-            // Speech windows, found block by block.
-            let (windows, samples) = self
-                .on_own(&mut own, deadline, |w, id| w.windows(wav, id, deadline))
-                .map_err(fail)?;
-            if windows.is_empty() {
-                report(Progress::DONE);
-                let language = match &target {
-                    WhisperLanguage::Forced { requested, .. } => requested.clone(),
-                    _ => "und".to_string(),
-                };
-                return Ok(Recognition {
-                    language,
-                    words: Vec::new(),
-                });
-            }
-            let forced = match &target {
-                WhisperLanguage::Forced { whisper, .. } => Some(whisper.clone()),
-                WhisperLanguage::PerWindow => None,
-                WhisperLanguage::Auto => {
-                    let first: Vec<(u64, u64)> = windows.iter().take(3).copied().collect();
-                    self.on_own(&mut own, deadline, |w, id| {
-                        w.detect(wav, &first, id, deadline)
-                    })
-                    .map_err(fail)?
-                }
-            };
-            let plan = Plan {
-                wav,
-                windows: &windows,
-                samples,
-                forced,
-                prompt: prompt(hints),
-                deadline,
-            };
-            let (spans, pieces) = self.decode_all(&plan, &mut own, report).map_err(fail)?;
-            // Pieces join within their window only, by the window's language.
-            let mut words = Vec::new();
-            for (span, run) in spans.iter().zip(&pieces) {
-                let unspaced = span.2.as_deref().is_some_and(is_unspaced_language);
-                words.extend(join_pieces(run, !unspaced));
-            }
-            let words = collapse_loops(words);
+        let own = self.take()?;
+        // The language each window is decoded in: a code, `Some(None)` (detected in every
+        // window), or `None` for `auto` until the first windows tell it.
+        let known = match &target {
+            WhisperLanguage::Forced { whisper, .. } => Some(Some(whisper.clone())),
+            WhisperLanguage::PerWindow => Some(None),
+            WhisperLanguage::Auto => None,
+        };
+        let plan = Plan {
+            wav,
+            prompt: prompt(hints),
+            deadline,
+        };
+        let decoded = self.decode_all(&plan, own, known, report).map_err(fail)?;
+        report(Progress::DONE);
+        if decoded.spans.is_empty() {
             let language = match &target {
                 WhisperLanguage::Forced { requested, .. } => requested.clone(),
-                WhisperLanguage::Auto | WhisperLanguage::PerWindow => dominant_language(&spans)
-                    .or(plan.forced.clone())
-                    .unwrap_or_else(|| "und".to_string()),
+                _ => "und".to_string(),
             };
-            Ok(Recognition { language, words })
-        })();
-        if let Some(w) = own {
-            self.pool.give_back(w);
+            return Ok(Recognition {
+                language,
+                words: Vec::new(),
+            });
         }
-        result
+        // Pieces join within their window only, by the window's language.
+        let mut words = Vec::new();
+        for (span, run) in decoded.spans.iter().zip(&decoded.pieces) {
+            let unspaced = span.2.as_deref().is_some_and(is_unspaced_language);
+            words.extend(join_pieces(run, !unspaced));
+        }
+        let words = collapse_loops(words);
+        let language = match &target {
+            WhisperLanguage::Forced { requested, .. } => requested.clone(),
+            WhisperLanguage::Auto | WhisperLanguage::PerWindow => dominant_language(&decoded.spans)
+                .or(decoded.language)
+                .unwrap_or_else(|| "und".to_string()),
+        };
+        Ok(Recognition { language, words })
     }
 }
 
 /// What a job's windows are decoded with.
 struct Plan<'a> {
     wav: &'a Path,
-    windows: &'a [(u64, u64)],
-    samples: u64,
-    /// Whisper's code of the job's language; `None`: detected in every window.
-    forced: Option<String>,
     prompt: Option<String>,
     deadline: Instant,
 }
 
-/// One window to decode, first as it is or again with the text before it as prompt.
+/// A job's windows decoded: the spans (start, end seconds, language), each window's pieces, and
+/// the job's language when it was given or detected once (`None`: detected in every window).
+struct Decoding {
+    spans: Vec<(f64, f64, Option<String>)>,
+    pieces: Vec<Vec<Piece>>,
+    language: Option<String>,
+}
+
+/// A question on the board: one window to decode (first as it is, or again with the text before
+/// it as prompt), or the job's language from its first windows.
 #[derive(Debug, Clone)]
 struct Item {
     window: usize,
-    prompt: Option<String>,
-    retry: bool,
+    work: Work,
     attempts: u32,
+}
+
+#[derive(Debug, Clone)]
+enum Work {
+    /// The language of `auto`, from these windows (up to three).
+    Detect(Vec<(u64, u64)>),
+    /// A window (samples), in this language (`None`: detected in it), with this prompt; `retry`:
+    /// the run-on window's greedy second try.
+    Decode {
+        span: (u64, u64),
+        language: Option<String>,
+        prompt: Option<String>,
+        retry: bool,
+    },
+}
+
+impl Item {
+    fn retry(&self) -> bool {
+        matches!(self.work, Work::Decode { retry: true, .. })
+    }
+
+    /// Samples of audio the question reads.
+    fn length(&self) -> u64 {
+        match &self.work {
+            Work::Detect(_) => u64::MAX,
+            Work::Decode { span, .. } => span.1.saturating_sub(span.0),
+        }
+    }
+}
+
+/// A question's answer.
+#[derive(Debug, Clone)]
+enum Answer {
+    Language(Option<String>),
+    Words(Decoded),
 }
 
 /// A window's answer.
@@ -412,11 +434,26 @@ struct Decoded {
     words: Vec<Piece>,
 }
 
-/// The windows waiting for a process, shared by the processes decoding a job.
+/// What the job's processes tell the job's loop.
+enum Event {
+    /// The pass over the file found the next speech window (samples).
+    Window((u64, u64)),
+    /// The pass is done: the file's length in samples.
+    Samples(u64),
+    /// The pass failed.
+    Failed(AskError),
+    /// A question's answer.
+    Answer(Item, Result<Answer, AskError>),
+}
+
+/// The questions waiting for a process, shared by the processes working on a job.
 struct Board {
     queue: VecDeque<Item>,
     stop: bool,
+    /// Processes taking questions off the board.
     runners: usize,
+    /// The job's own process is still finding the windows.
+    passing: bool,
     /// A process could not be started for this job: it borrows no more (each try would load
     /// the model again, for every window).
     no_start: bool,
@@ -440,10 +477,25 @@ fn run_on(words: &[Piece]) -> bool {
 /// back run-on.
 const NEUTRAL_EN: &str = "Hello, and welcome. Are you ready? Let's begin.";
 
+/// The samples of a 16 kHz mono 16-bit WAV file from its size on disk: the share recognised
+/// before the pass over the file has given the exact length.
+fn samples_on_disk(wav: &Path) -> u64 {
+    std::fs::metadata(wav)
+        .map(|m| m.len().saturating_sub(44) / 2)
+        .unwrap_or(0)
+}
+
+/// The board, also when a process's thread panicked holding it.
+fn lock(board: &Mutex<Board>) -> std::sync::MutexGuard<'_, Board> {
+    board.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 impl WhisperRecognizer {
-    /// Decodes every window on the job's process and the processes it can borrow, and merges
-    /// the answers in window order: the spans (start, end seconds, language) and each window's
-    /// pieces.
+    /// Finds the speech windows on the job's own process and decodes them on every process the
+    /// job has, from the first window found: while the own process still reads the file, a
+    /// borrowed one decodes the windows found so far (for `auto`, it first detects the language
+    /// on the first three). The answers are merged in window order: the spans (start, end
+    /// seconds, language) and each window's pieces.
     ///
     /// Whisper sometimes writes a whole window in lowercase without punctuation. Such a window is
     /// decoded once more with the text of the last well-punctuated window of its language before
@@ -453,62 +505,192 @@ impl WhisperRecognizer {
     /// the windows before, so windows are first decoded side by side without it and only a
     /// run-on window waits for the ones before it: the words are those of one process decoding
     /// the windows in order.
-    #[allow(clippy::type_complexity)]
     fn decode_all(
         &self,
         plan: &Plan<'_>,
-        own: &mut Option<Worker>,
+        own: Worker,
+        known: Option<Option<String>>,
         report: &dyn Fn(Progress),
-    ) -> Result<(Vec<(f64, f64, Option<String>)>, Vec<Vec<Piece>>), AskError> {
-        let n = plan.windows.len();
+    ) -> Result<Decoding, AskError> {
         let board = Mutex::new(Board {
-            queue: (0..n)
-                .map(|window| Item {
-                    window,
-                    prompt: plan.prompt.clone(),
-                    retry: false,
-                    attempts: 0,
-                })
-                .collect(),
+            queue: VecDeque::new(),
             stop: false,
             runners: 0,
+            passing: true,
             no_start: false,
         });
         let changed = Condvar::new();
-        let (tx, rx) = mpsc::channel::<(Item, Result<Decoded, AskError>)>();
+        let (tx, rx) = mpsc::channel::<Event>();
         let began = Instant::now();
-        let speech_total: f64 = plan
-            .windows
-            .iter()
-            .map(|(s, e)| e.saturating_sub(*s) as f64)
-            .sum();
+        let on_disk = samples_on_disk(plan.wav);
         std::thread::scope(|scope| {
             let run = |worker: Option<Worker>, lent: bool| {
                 let tx = tx.clone();
                 let (board, changed) = (&board, &changed);
-                board.lock().unwrap_or_else(|p| p.into_inner()).runners += 1;
+                lock(board).runners += 1;
                 scope.spawn(move || {
                     let back = self.runner(plan, worker, lent, board, changed, &tx);
                     if let Some(w) = back {
                         self.pool.give_back(w);
                     }
-                    board.lock().unwrap_or_else(|p| p.into_inner()).runners -= 1;
+                    lock(board).runners -= 1;
                     changed.notify_all();
                 })
             };
-            run(own.take(), false);
+            // The job's own process finds the windows, then decodes like the others.
+            {
+                let tx = tx.clone();
+                let (board, changed) = (&board, &changed);
+                scope.spawn(move || {
+                    let mut own = Some(own);
+                    let mut sent = 0usize;
+                    let found = self.on_own(&mut own, plan.deadline, |w, id| {
+                        // A process that takes over from one that ended mid-pass finds the same
+                        // windows again (the pass is the same bits every time): only the ones
+                        // not yet sent go on, so no window is lost or decoded twice.
+                        let mut k = 0usize;
+                        w.windows(plan.wav, id, plan.deadline, |window| {
+                            if k >= sent {
+                                let _ = tx.send(Event::Window(window));
+                                sent += 1;
+                            }
+                            k += 1;
+                        })
+                    });
+                    // The outcome is sent before the board says the pass ended: the job's loop
+                    // reads the board first, then its messages.
+                    let worker = match found {
+                        Ok(samples) => {
+                            let _ = tx.send(Event::Samples(samples));
+                            own.take()
+                        }
+                        Err(e) => {
+                            let _ = tx.send(Event::Failed(e));
+                            if let Some(w) = own.take() {
+                                self.pool.give_back(w);
+                            }
+                            None
+                        }
+                    };
+                    {
+                        let mut b = lock(board);
+                        b.passing = false;
+                        if worker.is_some() {
+                            b.runners += 1;
+                        }
+                    }
+                    changed.notify_all();
+                    if let Some(worker) = worker {
+                        let back = self.runner(plan, Some(worker), false, board, changed, &tx);
+                        if let Some(w) = back {
+                            self.pool.give_back(w);
+                        }
+                        lock(board).runners -= 1;
+                        changed.notify_all();
+                    }
+                });
+            }
             let mut processes = 1;
-            let mut first: Vec<Option<Decoded>> = vec![None; n];
-            let mut second: Vec<Option<Decoded>> = vec![None; n];
-            let mut retrying = vec![false; n];
+            let mut windows: Vec<(u64, u64)> = Vec::new();
+            let mut samples: Option<u64> = None;
+            let mut language = known;
+            let mut detecting = false;
+            let mut queued = 0;
+            let mut tail_ordered = false;
+            let mut first: Vec<Option<Decoded>> = Vec::new();
+            let mut second: Vec<Option<Decoded>> = Vec::new();
+            let mut retrying: Vec<bool> = Vec::new();
             let mut context: HashMap<String, String> = HashMap::new();
-            let mut spans = Vec::with_capacity(n);
-            let mut pieces: Vec<Vec<Piece>> = Vec::with_capacity(n);
-            let mut speech_done = 0.0;
+            let mut spans = Vec::new();
+            let mut pieces: Vec<Vec<Piece>> = Vec::new();
+            let (mut speech_found, mut speech_done) = (0.0, 0.0);
             let outcome = loop {
-                // Borrow a process while more windows wait than processes decode them.
+                // Whether every process has ended, read before the messages they sent.
+                let idle = {
+                    let b = lock(&board);
+                    b.runners == 0 && !b.passing
+                };
+                let mut events: Vec<Event> = rx
+                    .recv_timeout(Duration::from_millis(250))
+                    .into_iter()
+                    .collect();
+                events.extend(rx.try_iter());
+                let mut failed = None;
+                for event in events {
+                    match event {
+                        Event::Window(w) => {
+                            speech_found += w.1.saturating_sub(w.0) as f64;
+                            windows.push(w);
+                            first.push(None);
+                            second.push(None);
+                            retrying.push(false);
+                        }
+                        Event::Samples(n) => {
+                            tracing::info!(windows = windows.len(), "speech windows found");
+                            samples = Some(n);
+                        }
+                        Event::Failed(e) | Event::Answer(_, Err(e)) => {
+                            failed = Some(e);
+                            break;
+                        }
+                        Event::Answer(_, Ok(Answer::Language(l))) => language = Some(l),
+                        Event::Answer(item, Ok(Answer::Words(d))) => {
+                            if item.retry() {
+                                second[item.window] = Some(d);
+                            } else {
+                                first[item.window] = Some(d);
+                            }
+                        }
+                    }
+                }
+                if let Some(e) = failed {
+                    break Err(e);
+                }
+                // `auto`: the language of the first three windows, before any is decoded.
+                let enough = windows.len() >= 3 || (samples.is_some() && !windows.is_empty());
+                if language.is_none() && !detecting && enough {
+                    detecting = true;
+                    let head = windows[..windows.len().min(3)].to_vec();
+                    lock(&board).queue.push_front(Item {
+                        window: 0,
+                        work: Work::Detect(head),
+                        attempts: 0,
+                    });
+                    changed.notify_all();
+                }
+                if let Some(lang) = &language {
+                    if queued < windows.len() {
+                        let mut b = lock(&board);
+                        for (k, span) in windows.iter().enumerate().skip(queued) {
+                            b.queue.push_back(Item {
+                                window: k,
+                                work: Work::Decode {
+                                    span: *span,
+                                    language: lang.clone(),
+                                    prompt: plan.prompt.clone(),
+                                    retry: false,
+                                },
+                                attempts: 0,
+                            });
+                        }
+                        queued = windows.len();
+                        drop(b);
+                        changed.notify_all();
+                    }
+                    // The last windows longest first, so the processes finish together
+                    // rather than one decoding a long last window while the others wait.
+                    if samples.is_some() && !tail_ordered {
+                        tail_ordered = true;
+                        let mut b = lock(&board);
+                        let tail = (2 * self.pool.capacity).min(b.queue.len());
+                        let from = b.queue.len() - tail;
+                        b.queue.make_contiguous()[from..]
+                            .sort_by_key(|i| std::cmp::Reverse(i.length()));
+                    }
+                }
+                // Borrow a process while more questions wait than processes answer them.
                 {
-                    let b = board.lock().unwrap_or_else(|p| p.into_inner());
+                    let b = lock(&board);
                     let more = b.queue.len() > b.runners && !b.no_start;
                     drop(b);
                     if more {
@@ -518,23 +700,11 @@ impl WhisperRecognizer {
                         }
                     }
                 }
-                let got = match rx.recv_timeout(Duration::from_millis(250)) {
-                    Ok(got) => Some(got),
-                    Err(RecvTimeoutError::Timeout) => None,
-                    Err(RecvTimeoutError::Disconnected) => None,
-                };
-                if let Some((item, answer)) = got {
-                    match answer {
-                        Ok(d) if item.retry => second[item.window] = Some(d),
-                        Ok(d) => first[item.window] = Some(d),
-                        Err(e) => break Err(e),
-                    }
-                }
                 // Take the windows that are done, in order.
-                while pieces.len() < n {
+                while pieces.len() < windows.len() {
                     let k = pieces.len();
                     let Some(done) = &first[k] else { break };
-                    let lang = plan.forced.clone().or(done.language.clone());
+                    let lang = language.clone().flatten().or(done.language.clone());
                     if let Some(lang) = &lang {
                         if lang == "en" {
                             context
@@ -554,14 +724,16 @@ impl WhisperRecognizer {
                     if let Some(p) = retry_prompt {
                         if !retrying[k] {
                             retrying[k] = true;
-                            let mut b = board.lock().unwrap_or_else(|p| p.into_inner());
-                            b.queue.push_front(Item {
+                            lock(&board).queue.push_front(Item {
                                 window: k,
-                                prompt: Some(p),
-                                retry: true,
+                                work: Work::Decode {
+                                    span: windows[k],
+                                    language: language.clone().flatten(),
+                                    prompt: Some(p),
+                                    retry: true,
+                                },
                                 attempts: 0,
                             });
-                            drop(b);
                             changed.notify_all();
                         }
                         let Some(again) = &second[k] else { break };
@@ -577,42 +749,48 @@ impl WhisperRecognizer {
                             context.insert(lang.clone(), text.chars().skip(skip).collect());
                         }
                     }
-                    let (s, e) = plan.windows[k];
+                    let (s, e) = windows[k];
                     speech_done += e.saturating_sub(s) as f64;
                     spans.push((secs(s), secs(e), lang));
                     pieces.push(words);
                     first[k] = None;
                     second[k] = None;
-                    let share = if pieces.len() == n {
-                        1.0
-                    } else {
-                        e as f64 / plan.samples.max(1) as f64
+                    // Until the pass ends, the speech left is that found so far, scaled to
+                    // the whole file.
+                    let length = samples.unwrap_or(on_disk).max(1) as f64;
+                    let speech_total = match (samples, windows.last()) {
+                        (None, Some(&(_, end))) if end > 0 => speech_found * length / end as f64,
+                        _ => speech_found,
                     };
                     let rate = began.elapsed().as_secs_f64() / speech_done.max(1.0);
                     report(Progress {
-                        share: share.clamp(0.0, 1.0),
+                        share: (e as f64 / length).clamp(0.0, 1.0),
                         seconds_left: Some(rate * (speech_total - speech_done).max(0.0)),
                     });
                 }
-                if pieces.len() == n {
-                    tracing::info!(windows = n, processes, "speech windows decoded");
-                    break Ok((std::mem::take(&mut spans), std::mem::take(&mut pieces)));
+                if samples.is_some() && pieces.len() == windows.len() {
+                    tracing::info!(windows = windows.len(), processes, "speech windows decoded");
+                    break Ok(Decoding {
+                        spans: std::mem::take(&mut spans),
+                        pieces: std::mem::take(&mut pieces),
+                        language: language.clone().flatten(),
+                    });
                 }
-                if board.lock().unwrap_or_else(|p| p.into_inner()).runners == 0 {
+                if idle {
                     // Every process ended and none could be started again.
                     break Err(AskError::Broken("no worker process is left".into()));
                 }
             };
-            board.lock().unwrap_or_else(|p| p.into_inner()).stop = true;
+            lock(&board).stop = true;
             changed.notify_all();
             outcome
         })
     }
 
-    /// One process's loop over a job's windows: takes the next window off the board, decodes
-    /// it and sends the answer. A process that ends while decoding puts its window back for the
-    /// next process and is replaced. A lent process goes back as soon as another job waits for
-    /// one. Returns the process to give back to the pool.
+    /// One process's loop over a job's questions: takes the next one off the board, answers it
+    /// and sends the answer. A process that ends while answering puts its question back for
+    /// the next process and is replaced. A lent process goes back as soon as another job waits
+    /// for one. Returns the process to give back to the pool.
     fn runner(
         &self,
         plan: &Plan<'_>,
@@ -620,7 +798,7 @@ impl WhisperRecognizer {
         lent: bool,
         board: &Mutex<Board>,
         changed: &Condvar,
-        tx: &mpsc::Sender<(Item, Result<Decoded, AskError>)>,
+        tx: &mpsc::Sender<Event>,
     ) -> Option<Worker> {
         let cannot_start = || board.lock().unwrap_or_else(|p| p.into_inner()).no_start = true;
         let mut worker = match worker {
@@ -652,29 +830,39 @@ impl WhisperRecognizer {
             let Some(item) = item else {
                 return Some(worker);
             };
-            let (s, e) = plan.windows[item.window];
-            let language = plan.forced.as_deref();
-            let answer = worker.decode(
-                plan.wav,
-                (s, e),
-                language,
-                item.prompt.as_deref(),
-                item.retry,
-                self.id(),
-                plan.deadline,
-            );
+            let answer = match &item.work {
+                Work::Detect(head) => worker
+                    .detect(plan.wav, head, self.id(), plan.deadline)
+                    .map(Answer::Language),
+                Work::Decode {
+                    span,
+                    language,
+                    prompt,
+                    retry,
+                } => worker
+                    .decode(
+                        plan.wav,
+                        *span,
+                        language.as_deref(),
+                        prompt.as_deref(),
+                        *retry,
+                        self.id(),
+                        plan.deadline,
+                    )
+                    .map(Answer::Words),
+            };
             match answer {
                 Err(AskError::Broken(why)) => {
                     drop(worker);
                     let timed_out = Instant::now() >= plan.deadline;
                     if timed_out || item.attempts + 1 >= ATTEMPTS {
                         self.pool.forget();
-                        let _ = tx.send((item, Err(AskError::Broken(why))));
+                        let _ = tx.send(Event::Answer(item, Err(AskError::Broken(why))));
                         return None;
                     }
                     tracing::warn!(
                         window = item.window,
-                        "whisper worker lost ({why}); its window goes to another"
+                        "whisper worker lost ({why}); its question goes to another"
                     );
                     let mut b = board.lock().unwrap_or_else(|p| p.into_inner());
                     b.queue.push_front(Item {
@@ -694,7 +882,7 @@ impl WhisperRecognizer {
                     }
                 }
                 answer => {
-                    if tx.send((item, answer)).is_err() {
+                    if tx.send(Event::Answer(item, answer)).is_err() {
                         return Some(worker);
                     }
                 }
@@ -1141,25 +1329,27 @@ impl Worker {
         }
     }
 
-    /// The speech windows of `wav` (samples), in order, and its length in samples.
+    /// Hands `each` the speech windows of `wav` (samples) in order, as the pass over the file
+    /// finds them; returns the file's length in samples.
     fn windows(
         &mut self,
         wav: &Path,
         id: u64,
         deadline: Instant,
-    ) -> Result<(Vec<(u64, u64)>, u64), AskError> {
+        mut each: impl FnMut((u64, u64)),
+    ) -> Result<u64, AskError> {
         let request = serde_json::json!({"id": id, "op": "windows", "wav": wav});
-        let (mut windows, mut samples) = (Vec::new(), 0);
+        let mut samples = 0;
         self.ask(&request, id, deadline, |line| {
             if let Some((s, e)) = line.window {
-                windows.push((s, e.max(s)));
+                each((s, e.max(s)));
             }
             if let Some(n) = line.samples {
                 samples = n;
             }
             Ok(())
         })?;
-        Ok((windows, samples))
+        Ok(samples)
     }
 
     /// The language of the first windows (Whisper's code).
