@@ -468,3 +468,140 @@ fn a_bad_shot_list_stops_layout_and_check_with_the_line_at_fault() {
     ]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Words of a quick exchange between two speakers: a question (speaker 0), a one-word answer
+/// (speaker 1) 0.1 s after it, then after a pause a sentence of each.
+fn dialogue_words() -> Vec<Value> {
+    let mut words = Vec::new();
+    let mut at = 1.0;
+    for (speaker, text, pause) in [
+        (0, "Are you coming with us tonight?", 0.0),
+        (1, "Yes.", 0.1),
+        (
+            0,
+            "Then bring your coat, the wind is cold on the hill.",
+            1.5,
+        ),
+        (1, "I will bring two.", 0.8),
+    ] {
+        at += pause;
+        for w in text.split(' ') {
+            words.push(
+                serde_json::json!({"text": w, "start": at, "end": at + 0.26, "speaker": speaker}),
+            );
+            at += 0.3;
+        }
+    }
+    words
+}
+
+/// Issue 23 item 3: `cuecraft layout` and `cuecraft check` honour speakers. Laid out with the
+/// contract's default (`emDashOnSpeakerChange` on), the question and its one-word answer share a
+/// cue, one dashed line per speaker, and every cue says whose it is; with the setting off the
+/// answer is a cue of its own, speaker 1, and no line has a dash. `check` takes a dashed line as
+/// a speaker's turn: the dialogue cue breaks no rule (JSON cues and the SRT `layout` writes
+/// alike), where the same text without its dashes is a sentence ending inside the cue, a one-word
+/// line and text that fits one line.
+#[test]
+fn layout_and_check_honour_two_speakers() {
+    let dir = tempfile::tempdir().unwrap();
+    let words_path = dir.path().join("words.json");
+    std::fs::write(&words_path, serde_json::to_vec(&dialogue_words()).unwrap()).unwrap();
+    let no_dashes = dir.path().join("no-dashes.json");
+    std::fs::write(&no_dashes, br#"{"emDashOnSpeakerChange": false}"#).unwrap();
+    let layout = |extra: &[&std::ffi::OsStr]| -> Vec<u8> {
+        let out = Command::new(BIN)
+            .args(["layout", "--words"])
+            .arg(&words_path)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        out.stdout
+    };
+    let shape = |json: &[u8]| -> Vec<(u64, Vec<String>)> {
+        let cues: Value = serde_json::from_slice(json).unwrap();
+        cues.as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                let lines = c["lines"].as_array().unwrap();
+                let lines = lines.iter().map(|l| l.as_str().unwrap().to_string());
+                (c["speaker"].as_u64().unwrap(), lines.collect())
+            })
+            .collect()
+    };
+    let dashed = layout(&[]);
+    let lines = |l: &[&str]| -> Vec<String> { l.iter().map(|s| s.to_string()).collect() };
+    assert_eq!(
+        shape(&dashed),
+        [
+            (
+                0,
+                lines(&["\u{2014}Are you coming with us tonight?", "\u{2014}Yes."])
+            ),
+            (
+                0,
+                lines(&["Then bring your coat,", "the wind is cold on the hill."])
+            ),
+            (1, lines(&["I will bring two."])),
+        ]
+    );
+    let split = layout(&["--settings".as_ref(), no_dashes.as_os_str()]);
+    assert_eq!(
+        shape(&split),
+        [
+            (0, lines(&["Are you coming with us tonight?"])),
+            (1, lines(&["Yes."])),
+            (
+                0,
+                lines(&["Then bring your coat,", "the wind is cold on the hill."])
+            ),
+            (1, lines(&["I will bring two."])),
+        ]
+    );
+
+    // The rules a dialogue line is excused from, counted for each file checked.
+    let dialogue_rules = |path: &std::path::Path| -> Vec<(String, u64)> {
+        let out = check(&[path.to_str().unwrap(), "--json"]);
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        findings(&report)
+            .into_iter()
+            .filter(|(rule, _)| {
+                ["sentence-inside", "one-word-line", "needless-lines"].contains(&rule.as_str())
+            })
+            .collect()
+    };
+    let cues_path = dir.path().join("dashed.json");
+    std::fs::write(&cues_path, &dashed).unwrap();
+    assert_eq!(dialogue_rules(&cues_path), []);
+    let srt_path = dir.path().join("dashed.srt");
+    let srt = layout(&["--format".as_ref(), "srt".as_ref()]);
+    let text = String::from_utf8_lossy(&srt).replace("\r\n", "\n");
+    assert!(
+        text.contains("\n\u{2014}Are you coming with us tonight?\n\u{2014}Yes.\n\n"),
+        "{text}"
+    );
+    std::fs::write(&srt_path, &srt).unwrap();
+    assert_eq!(dialogue_rules(&srt_path), []);
+    let split_path = dir.path().join("split.json");
+    std::fs::write(&split_path, &split).unwrap();
+    assert_eq!(dialogue_rules(&split_path), []);
+    // The dialogue cue without its dashes: one speaker's cue, and three rules say so.
+    let mut undashed: Value = serde_json::from_slice(&dashed).unwrap();
+    for line in undashed[0]["lines"].as_array_mut().unwrap() {
+        *line = Value::from(line.as_str().unwrap().trim_start_matches('\u{2014}'));
+    }
+    let undashed_path = dir.path().join("undashed.json");
+    std::fs::write(&undashed_path, serde_json::to_vec(&undashed).unwrap()).unwrap();
+    let mut flagged = dialogue_rules(&undashed_path);
+    flagged.sort();
+    assert_eq!(
+        flagged,
+        [
+            ("needless-lines".to_string(), 1),
+            ("one-word-line".to_string(), 1),
+            ("sentence-inside".to_string(), 1)
+        ]
+    );
+}
