@@ -6,7 +6,8 @@
 //! times placed inside each spoken turn), with speaker 0 on every word, so the speakers come from
 //! the service's own diarization of the real audio, in seconds rather than a Whisper run.
 //! pocketsphinx's words (speaker 0 on every word) get their speakers the same way, and a
-//! plug-in that names its own speakers keeps them.
+//! plug-in that names its own speakers keeps them. A stereo interview, one person per side, is
+//! labelled by channel; the same people mixed onto both sides are not.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -103,25 +104,51 @@ fn words_of(text: &str, start: f64, secs: f64) -> Vec<Value> {
 /// Writes the conversation's WAV into `dir` and its words as `words-en.json`; returns the WAV
 /// and each word's true speaker (0 for the first voice).
 fn conversation(dir: &Path) -> (PathBuf, Vec<u32>) {
+    let r = recording(dir, ["slt", "rms"]);
+    (r.mix, r.truth)
+}
+
+/// A recording of the conversation: the mix of both people, each person's own track (silence
+/// while the other speaks), and each word's speaker (0 for the person who opens).
+struct Recording {
+    mix: PathBuf,
+    tracks: [PathBuf; 2],
+    truth: Vec<u32>,
+}
+
+/// [`TURNS`] spoken by two people in the flite `voices` given (the first for the turns of
+/// `slt`, the second for those of `rms`), written into `dir` with the words as `words-en.json`.
+fn recording(dir: &Path, voices: [&str; 2]) -> Recording {
     let gap = 0.3;
     let pause = silence(dir, "gap", gap);
-    let mut parts = vec![silence(dir, "lead", 0.5)];
+    let lead = silence(dir, "lead", 0.5);
+    let mut parts = vec![lead.clone()];
+    let mut tracks = [vec![lead.clone()], vec![lead]];
     let (mut words, mut truth) = (Vec::new(), Vec::new());
     let mut t = 0.5;
     for (k, (voice, text)) in TURNS.iter().enumerate() {
-        let (wav, secs) = say(dir, k, voice, text);
+        let person = usize::from(*voice == "rms");
+        let (wav, secs) = say(dir, k, voices[person], text);
         let w = words_of(text, t, secs);
-        truth.extend(std::iter::repeat_n(u32::from(*voice == "rms"), w.len()));
+        truth.extend(std::iter::repeat_n(person as u32, w.len()));
         words.extend(w);
+        tracks[1 - person].push(silence(dir, &format!("quiet{k}"), secs));
+        tracks[person].push(wav.clone());
         parts.push(wav);
         parts.push(pause.clone());
+        tracks.iter_mut().for_each(|t| t.push(pause.clone()));
         t += secs + gap;
     }
-    let out = dir.join("conversation.wav");
-    run(Command::new("sox").args(&parts).arg(&out));
+    let mix = dir.join("conversation.wav");
+    run(Command::new("sox").args(&parts).arg(&mix));
+    let tracks = [0, 1].map(|p| {
+        let out = dir.join(format!("person{p}.wav"));
+        run(Command::new("sox").args(&tracks[p]).arg(&out));
+        out
+    });
     let recognized = json!({"language": "en", "words": words});
     std::fs::write(dir.join("words-en.json"), recognized.to_string()).expect("words");
-    (out, truth)
+    Recording { mix, tracks, truth }
 }
 
 /// Creates a job for `media` in `language`, uploads it and waits until it is ready or failed.
@@ -926,4 +953,58 @@ fn a_plug_ins_own_speakers_are_kept() {
     let (speakers, body) = cue_speakers(&server, &org, &id);
     let found: std::collections::BTreeSet<_> = speakers.iter().copied().collect();
     assert_eq!(found, [0, 1, 2].into(), "{body}");
+}
+
+/// Channel mode (issue 23 item 2): two people with the same voice (flite's `slt`), one
+/// microphone each, the other's voice 26 dB down on each side (bleed). By voice they cannot be
+/// told apart; by channel every word's speaker is its side, found without being asked for: the
+/// left person, who opens, speaker 0. The same two tracks mixed onto both sides (a mono mix in a
+/// stereo file) are not labelled by channel: one voice, one speaker.
+#[test]
+fn a_stereo_interview_is_labelled_by_channel_and_its_mono_mix_is_not() {
+    use crate::web::Web;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let r = recording(tmp.path(), ["slt", "slt"]);
+    let [left, right] = r
+        .tracks
+        .each_ref()
+        .map(|p| p.to_string_lossy().into_owned());
+    let stereo = tmp.path().join("stereo.wav");
+    let dual = tmp.path().join("dual-mono.wav");
+    #[rustfmt::skip]
+    sox(&["-M", &left, &right, &stereo.to_string_lossy(), "remix", "-m", "1,2v0.05", "2,1v0.05"]);
+    sox(&[
+        "-M",
+        &left,
+        &right,
+        &dual.to_string_lossy(),
+        "remix",
+        "-m",
+        "1,2",
+        "1,2",
+    ]);
+    let server = server_in(tmp);
+    let org = server.org(100_000, &[]);
+    let web = Web::sign_in(&server, &org.owner);
+    let speakers = |media: &Path| -> (Vec<u32>, String) {
+        let id = ready_job(&server, &org, media, "en");
+        let data = web.get_json(&format!("/editor/{id}/data")).json();
+        let words = editor_words(&data);
+        let labels: Vec<u32> = words.iter().map(|w| w.1 as u32).collect();
+        // How the speakers were found, as the job's log line says.
+        let log = server.log();
+        let line = log
+            .lines()
+            .find(|l| l.contains(&id) && l.contains("speakers") && l.contains("mode="))
+            .unwrap_or_else(|| panic!("no speakers line for {id}\n{log}"))
+            .to_string();
+        (labels, line)
+    };
+    let (labels, line) = speakers(&stereo);
+    assert_eq!(labels, r.truth, "{line}");
+    assert!(line.contains("mode=Channel"), "{line}");
+    let (labels, line) = speakers(&dual);
+    assert_eq!(labels.len(), r.truth.len());
+    assert!(labels.iter().all(|&s| s == 0), "{labels:?}\n{line}");
+    assert!(line.contains("mode=Voice"), "{line}");
 }
