@@ -180,7 +180,17 @@ fn scripts_run_starts_the_binary_cargo_built_wherever_the_target_directory_is() 
     );
     let bin = tmp.path().join("bin");
     std::fs::create_dir(&bin).expect("mkdir");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    // The real cargo by its full path: a bare `cargo` would find this very script first on the
+    // PATH below and exec itself for ever (the test binary run without cargo has no $CARGO).
+    let cargo = std::env::var_os("CARGO")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+                .map(|d| d.join("cargo"))
+                .find(|c| c.is_file())
+        })
+        .expect("cargo: $CARGO or on the PATH");
+    let cargo = cargo.display();
     script(
         &bin,
         "cargo",
