@@ -43,11 +43,30 @@ pub fn shot_frames(shots: &[Millis], fr: FrameRate) -> Vec<i64> {
     f
 }
 
+/// `cuts.partition_point(pred)`, searched from the front: the layout passes the cuts from just
+/// before the cue on (see `timing::Emitter`), so the answer is a step or two in, where a binary
+/// search over all of a long video's cuts took a dozen.
+pub fn point(cuts: &[i64], pred: impl Fn(i64) -> bool) -> usize {
+    // `pred` holds for every cut before `lo`; the probe doubles its distance each step.
+    let (mut lo, mut step) = (0, 1);
+    loop {
+        let probe = lo + step - 1;
+        let Some(&c) = cuts.get(probe) else {
+            return lo + cuts[lo..].partition_point(|&c| pred(c));
+        };
+        if !pred(c) {
+            return lo + cuts[lo..probe].partition_point(|&c| pred(c));
+        }
+        lo = probe + 1;
+        step *= 2;
+    }
+}
+
 /// The shot change a cue that would start at frame `s` should start on: one within [`SHOT_GAP`]
 /// frames after `s` (the cue would otherwise flash over the cut; the last of cuts that close
 /// together), else the last within `half` frames before it.
 pub fn start_cut(cuts: &[i64], s: i64, half: i64) -> Option<i64> {
-    let i = cuts.partition_point(|&c| c <= s);
+    let i = point(cuts, |c| c <= s);
     // On to the cut, and on again while another follows as closely (bounded all the same).
     let mut on = None;
     for c in cuts.iter().skip(i).take(8) {
@@ -67,7 +86,7 @@ pub fn start_cut(cuts: &[i64], s: i64, half: i64) -> Option<i64> {
 /// that `e` is less than half a second after or less than [`SHOT_GAP`] frames before.
 pub fn hung_cut(cuts: &[i64], s: i64, e: i64, half: i64) -> Option<i64> {
     // Cuts c with e - half < c < e + SHOT_GAP and c > s.
-    let i = cuts.partition_point(|&c| c < e.saturating_add(SHOT_GAP));
+    let i = point(cuts, |c| c < e.saturating_add(SHOT_GAP));
     let c = *cuts.get(i.checked_sub(1)?)?;
     (c > s && c > e.saturating_sub(half)).then_some(c)
 }

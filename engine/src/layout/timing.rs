@@ -64,6 +64,9 @@ pub struct Emitter<'a> {
     pending: Option<Pending>,
     /// Cues finished before this emitter took over (a layout resumed from a saved state).
     before: usize,
+    /// The shot changes from here on (`p.cuts[cut_lo..]`) are the only ones the rules can still
+    /// pick: every one before is more than half a second before each start still to be timed.
+    cut_lo: usize,
 }
 
 impl<'a> Emitter<'a> {
@@ -84,6 +87,7 @@ impl<'a> Emitter<'a> {
             cues: Vec::with_capacity(capacity),
             pending,
             before,
+            cut_lo: 0,
         }
     }
 
@@ -108,8 +112,11 @@ impl<'a> Emitter<'a> {
         } else {
             lo
         };
-        if !self.p.cuts.is_empty() && !span.timed {
-            s = self.start_at_cut(s);
+        if !self.p.cuts.is_empty() {
+            self.pass_cuts(s);
+            if !span.timed {
+                s = self.start_at_cut(s);
+            }
         }
         if let Some(mut prev) = self.pending.take() {
             // Starts never go backwards (cue starts are sorted word starts; clamping keeps that).
@@ -190,13 +197,29 @@ impl<'a> Emitter<'a> {
             .max(c.s + 1)
     }
 
+    /// Moves `cut_lo` on before the next cue, whose words start at frame `s`. Every start the
+    /// rules look at from now on is at least half a second after the earlier of `s` and the
+    /// pending cue's first word (a start moves back to a cut by at most half a second, and
+    /// otherwise only on), so the cuts a second before that are passed for good.
+    #[cold]
+    fn pass_cuts(&mut self, s: i64) {
+        let first = self.pending.as_ref().map_or(s, |prev| {
+            let f = self
+                .fr
+                .frame_round(Millis((prev.span.start + self.p.shift).max(0)));
+            f.min(s)
+        });
+        let past = first - 2 * self.p.half - 2;
+        self.cut_lo += shots::point(&self.p.cuts[self.cut_lo..], |c| c < past);
+    }
+
     /// Where the next cue, whose words start at frame `s`, starts by the shot-change rules
     /// ([`shots::start_cut`]): on a cut just before `s`, when moving back to it takes no time the
     /// pending cue needs (its end is no earlier than it would be without the move or without a
     /// next cue). A cut just after `s` is left to [`Emitter::end_at_cut`], which knows the end.
     #[cold]
     fn start_at_cut(&self, s: i64) -> i64 {
-        let Some(c) = shots::start_cut(&self.p.cuts, s, self.p.half) else {
+        let Some(c) = shots::start_cut(&self.p.cuts[self.cut_lo..], s, self.p.half) else {
             return s;
         };
         if c > s {
@@ -241,7 +264,8 @@ impl<'a> Emitter<'a> {
             room
         };
         let (e0, mut e) = (e, e);
-        if let Some(cut) = shots::start_cut(&p.cuts, c.s, p.half).filter(|&cut| cut > c.s) {
+        let cuts = &p.cuts[self.cut_lo..];
+        if let Some(cut) = shots::start_cut(cuts, c.s, p.half).filter(|&cut| cut > c.s) {
             let need = frame_ceil(fr, fr.frame_start(cut).0 + needed).max(speech);
             if cut < e && need <= room_from(cut) {
                 c.s = cut;
@@ -254,8 +278,8 @@ impl<'a> Emitter<'a> {
         let room = room_from(s);
         // Only the cuts up to the next cue's start: one during the next cue is its own.
         let cuts = match next {
-            Some(ns) => &p.cuts[..p.cuts.partition_point(|&c| c <= ns)],
-            None => &p.cuts[..],
+            Some(ns) => &cuts[..shots::point(cuts, |c| c <= ns)],
+            None => cuts,
         };
         let mut at = shots::end_at_cuts(cuts, s, e, need, room, p.half);
         if let Some(ns) = next {
