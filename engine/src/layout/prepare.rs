@@ -477,7 +477,10 @@ impl<'f> Preparer<'f> {
         };
         // Printable ASCII (spaces included) has nothing to clean and one grapheme per byte; most
         // words are.
-        let mut printable = trimmed.bytes().all(|b| (0x20..0x7f).contains(&b));
+        // Every byte read, without an exit per byte (most words are printable ASCII).
+        let mut printable = trimmed
+            .bytes()
+            .fold(true, |all, b| all & (b.wrapping_sub(0x20) < 0x5f));
         let mut text: Cow<str> = Cow::Borrowed(trimmed);
         if !printable {
             if let Some(c) = clean(&text) {
