@@ -242,42 +242,36 @@ fn greedy_breaks(p: &Params, cue: &[Unit], prefix: u32, suffix: u32, starts: &mu
 /// the cue's end while it fits (no manual break inside, at most `max_chars` graphemes), and each
 /// such `q` whose first line `[0, q)` also fits costs `cost(0, q) + cost(q, n)`; the lowest cost
 /// wins, the largest `q` on ties (the DP visits `q` downwards and keeps the first of equal costs).
-/// Line lengths and widths come from prefix sums, so each `q` costs O(1); the costs are the DP's,
-/// term for term.
+/// Line lengths and widths come from the cue's totals and sums over `[q, n)` kept as `q` comes
+/// down, so each `q` costs O(1); the costs are the DP's, term for term.
 fn balance_two(p: &Params, cue: &[Unit], prefix: u32, suffix: u32, s: &mut Scratch) {
     let n = cue.len();
     let deco = |idx: usize| -> u32 {
         (if idx == 0 { prefix } else { 0 }) + if idx + 1 == n { suffix } else { 0 }
     };
-    // `lens[x]`, `wids[x]`: graphemes and width of units [0, x), each unit counted with the
-    // separator before it; a line [q, e) is `lens[e] - lens[q] - sep(q)` long.
-    s.dp.clear();
-    s.parent.clear();
-    let (lens, wids) = (&mut s.dp, &mut s.parent);
-    let (mut l, mut w) = (0i64, 0u32);
-    lens.push(0);
-    wids.push(0);
+    // Graphemes and width of all units, each counted with the separator before it; the line
+    // [q, n) is its suffix sums less `sep(q)`, the line [0, q) the rest less `sep(0)`. Summed
+    // from the end as `q` comes down, so no per-unit sums are stored.
+    let (mut all_len, mut all_wid) = (0i64, 0u32);
     // The first unit with a manual line break after it, if any before the last unit.
     let mut first_manual = n;
     for (x, u) in cue.iter().enumerate() {
         let sep = u.sep as u32;
-        l += (u.g + deco(x) + sep) as i64;
-        w += u.w + deco(x) + sep;
-        lens.push(l);
-        wids.push(w);
+        all_len += (u.g + deco(x) + sep) as i64;
+        all_wid += u.w + deco(x) + sep;
         if x + 1 < n && u.has(LINE_AFTER) && first_manual == n {
             first_manual = x;
         }
     }
     let sep = |x: usize| cue[x].sep as i64;
-    let len = |q: usize, e: usize| lens[e] - lens[q] - sep(q);
-    let wid = |q: usize, e: usize| wids[e] as i64 - wids[q] as i64 - sep(q);
-    let total = wid(0, n);
+    let all_wid = all_wid as i64;
+    let total = all_wid - sep(0);
     let max = p.max_chars as i64;
     let orphan_below = p.max_chars / 3;
-    // A line's cost as `balance` works it out with k = 2 (`brk`: the break after it).
-    let line_cost = |q: usize, e: usize, brk: i64| -> i64 {
-        let dev = wid(q, e) * 2 - total;
+    // A line's cost as `balance` works it out with k = 2 (`brk`: the break after it), for the
+    // line [q, e) of width `wid`.
+    let line_cost = |q: usize, e: usize, wid: i64, brk: i64| -> i64 {
+        let dev = wid * 2 - total;
         let mut cost = dev * dev / 16 + brk;
         if e - q == 1 && n > 2 && cue[q].g < orphan_below {
             cost += 200;
@@ -286,18 +280,27 @@ fn balance_two(p: &Params, cue: &[Unit], prefix: u32, suffix: u32, s: &mut Scrat
     };
     let mut best = i64::MAX;
     let mut best_q = 0;
+    // Graphemes and width of units [q, n), with their separators.
+    let (mut tail_len, mut tail_wid) = (0i64, 0i64);
     let mut q = n;
     while q > 1 {
         q -= 1;
+        let u = &cue[q];
+        let sep_q = u.sep as u32;
+        tail_len += (u.g + deco(q) + sep_q) as i64;
+        tail_wid += (u.w + deco(q) + sep_q) as i64;
         // The second line [q, n): no manual break before its last unit, and it fits.
-        if (q + 1 < n && cue[q].has(LINE_AFTER)) || len(q, n) > max {
+        if (q + 1 < n && u.has(LINE_AFTER)) || tail_len - sep(q) > max {
             break;
         }
         // The first line [0, q): the same.
-        if first_manual < q - 1 || len(0, q) > max {
+        if first_manual < q - 1 || all_len - tail_len - sep(0) > max {
             continue;
         }
-        let c = line_cost(0, q, line_break_cost(p, &cue[q - 1])) + line_cost(q, n, 0);
+        let first = all_wid - tail_wid - sep(0);
+        let second = tail_wid - sep(q);
+        let c =
+            line_cost(0, q, first, line_break_cost(p, &cue[q - 1])) + line_cost(q, n, second, 0);
         if c < best {
             best = c;
             best_q = q;
