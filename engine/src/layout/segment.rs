@@ -1018,6 +1018,9 @@ fn fast_walk(
     if pick.len() < count {
         pick.resize(count, 0);
     }
+    // A slice, so its start and length stay in registers (a store through the `Vec` made the
+    // loop load them again for every start).
+    let pick = &mut pick[..count];
     let mut kept = 0;
     for (k, &(cost, _)) in lower.iter().enumerate() {
         pick[kept] = k as u32;
