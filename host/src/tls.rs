@@ -24,6 +24,15 @@ pub fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
+/// Makes [`provider`] the process's default, for a client that builds its own TLS config from
+/// that default (the S3 store's reqwest, built without a provider of its own). Does nothing when
+/// a default is already installed.
+#[cfg(feature = "s3")]
+pub fn install_process_default() {
+    // Err only when some provider is already the default: a second call, or a caller's own.
+    let _ = CryptoProvider::install_default(rustls::crypto::ring::default_provider());
+}
+
 /// Which certificates are trusted as roots.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Roots {

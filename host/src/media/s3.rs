@@ -113,6 +113,8 @@ impl S3Bucket {
             }
             None => format!("https://{bucket}.s3.{region}.amazonaws.com"),
         };
+        // Its reqwest client takes the process's default TLS provider (ring: Cargo.toml).
+        crate::tls::install_process_default();
         let client = builder
             .build()
             .map_err(|e| format!("--media {spec}: {e}"))?;
@@ -562,6 +564,25 @@ fn uri_encode(s: &str, slash: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A bucket behind https opens: the client's TLS has a crypto provider (ring, installed as
+    /// the process default, since reqwest is built without one of its own and would panic).
+    #[test]
+    fn an_https_endpoint_opens_with_the_ring_provider() {
+        let env = [
+            ("AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE"),
+            (
+                "AWS_SECRET_ACCESS_KEY",
+                "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            ),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()));
+        let bucket =
+            S3Bucket::open_with_env("s3://media/cuecraft?endpoint=https://127.0.0.1:9", env)
+                .expect("open");
+        assert_eq!(bucket.describe(), "s3://media/cuecraft");
+        assert_eq!(bucket.bucket_url, "https://127.0.0.1:9/media");
+    }
 
     /// The URL and signature equal those of an independent implementation of the AWS
     /// documentation's algorithm (Python's urllib.parse.quote, hashlib and hmac over the same
