@@ -4,8 +4,11 @@
 //! and word-level speaker error. The real scores come from `scripts/score-diarization`, through
 //! the service and Whisper's words; this only makes trying constants quick.
 //!
-//! Usage: cargo run --release --example diarize -- DIR PART [name=value ...]
-//! (PART: tune or held; names are the fields of `Tuning`).
+//! Usage: cargo run --release --example diarize -- DIR PART [name=value ...] [words=SAVED]
+//! (PART: tune or held; names are the fields of `Tuning`). With `words=SAVED`, each file's words
+//! are the service's instead: SAVED/NAME.json holding the JSON transcript (`{"cues": [...]}`) of
+//! that file from a run of the service, each word's reference speaker the turn holding its
+//! midpoint (as `scripts/score-diarization` scores it).
 
 use std::path::Path;
 
@@ -21,8 +24,13 @@ fn main() {
     }
     let (dir, part) = (Path::new(&args[1]), args[2].as_str());
     let mut t = Tuning::default();
+    let mut recognized: Option<&Path> = None;
     for kv in &args[3..] {
         let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+        if k == "words" {
+            recognized = Some(Path::new(v));
+            continue;
+        }
         let v: f64 = v.parse().unwrap_or_else(|_| panic!("bad value in {kv}"));
         match k {
             "kappa" => t.kappa = v,
@@ -32,6 +40,9 @@ fn main() {
             "min_cluster_frames" => t.min_cluster_frames = v,
             "switch_at_boundary" => t.switch_at_boundary = v,
             "switch_inside" => t.switch_inside = v,
+            "min_reply_frames" => t.min_reply_frames = v,
+            "reply_fit" => t.reply_fit = v,
+            "min_replies" => t.min_replies = v,
             _ => panic!("unknown constant {k}"),
         }
     }
@@ -53,7 +64,41 @@ fn main() {
         let wav = json.with_extension("wav");
         let mut truth = Vec::new();
         let mut words = Vec::new();
-        for turn in reference["turns"].as_array().expect("turns") {
+        let turns = reference["turns"].as_array().expect("turns");
+        if let Some(from) = recognized {
+            // The service's words (a transcript saved from scripts/score-diarization's run):
+            // each word's reference speaker is the turn holding its midpoint, else the nearest.
+            let name = json.file_name().expect("name");
+            let saved: Value =
+                serde_json::from_str(&std::fs::read_to_string(from.join(name)).expect("saved"))
+                    .expect("saved json");
+            for cue in saved["cues"].as_array().into_iter().flatten() {
+                for w in cue["words"].as_array().into_iter().flatten() {
+                    let (start, end) = (w["start"].as_f64().unwrap(), w["end"].as_f64().unwrap());
+                    let mid = (start + end) / 2.0;
+                    let edge = |u: &Value| {
+                        let (a, b) = (u["start"].as_f64().unwrap(), u["end"].as_f64().unwrap());
+                        if a <= mid && mid <= b {
+                            0.0
+                        } else {
+                            (a - mid).abs().min((b - mid).abs())
+                        }
+                    };
+                    let turn = turns
+                        .iter()
+                        .min_by(|a, b| edge(a).total_cmp(&edge(b)))
+                        .expect("a turn");
+                    truth.push(turn["speaker"].as_u64().unwrap() as usize);
+                    words.push(RawWord {
+                        text: w["text"].as_str().unwrap_or("").to_string(),
+                        start,
+                        end,
+                        speaker: 0,
+                    });
+                }
+            }
+        }
+        for turn in turns.iter().filter(|_| recognized.is_none()) {
             let (start, end) = (
                 turn["start"].as_f64().unwrap(),
                 turn["end"].as_f64().unwrap(),

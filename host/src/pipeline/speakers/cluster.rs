@@ -30,6 +30,15 @@ pub struct Tuning {
     /// Clusters with fewer voiced frames than this (after clustering) are merged into their
     /// nearest.
     pub min_cluster_frames: f64,
+    /// A voice heard only in short replies: a segment of at least this many voiced frames
+    /// whose fit to every cluster ([`fit`]) is worse than `reply_fit` is an odd one out.
+    pub min_reply_frames: f64,
+    /// The per-frame [`fit`] (nats) above which a segment, and the odd ones out together, lie
+    /// far from a cluster.
+    pub reply_fit: f64,
+    /// The odd ones out become a speaker of their own when they are at least this many separate
+    /// turns (another speaker's segment between each two), together far from every cluster.
+    pub min_replies: f64,
     /// Viterbi: cost (in nats) of a speaker change at a boundary (a pause or a sentence end).
     pub switch_at_boundary: f64,
     /// Viterbi: cost of a speaker change inside a sentence without a pause.
@@ -44,6 +53,9 @@ impl Default for Tuning {
             tau: 100.0,
             min_frames: 40.0,
             min_cluster_frames: 400.0,
+            min_reply_frames: 20.0,
+            reply_fit: 3.0,
+            min_replies: 3.0,
             switch_at_boundary: 5.0,
             switch_inside: 40.0,
         }
@@ -68,6 +80,24 @@ pub fn distance(a: &Stats, b: &Stats, prior: &[f64; 78], t: &Tuning) -> f64 {
     };
     let glr = 0.5 * (ab.n * gab.logdet - a.n * ga.logdet - b.n * gb.logdet);
     (glr - t.kappa * PARAMS / 2.0) / ab.n.max(1.0)
+}
+
+/// How much worse `small` is explained by the cluster `big` than by a Gaussian of its own, per
+/// frame of `small`, with the chance value taken off: `(GLR - kappa * PARAMS / 2) / n_small`.
+/// [`distance`] divides by both clusters' frames, so a short segment beside a long cluster
+/// always looks close; this asks whether the short segment's own frames fit the cluster.
+pub fn fit(small: &Stats, big: &Stats, prior: &[f64; 78], t: &Tuning) -> f64 {
+    let mut ab = small.clone();
+    ab.merge(big);
+    let (Some(ga), Some(gb), Some(gab)) = (
+        Gaussian::from(small, prior, t.tau),
+        Gaussian::from(big, prior, t.tau),
+        Gaussian::from(&ab, prior, t.tau),
+    ) else {
+        return f64::NEG_INFINITY;
+    };
+    let glr = 0.5 * (ab.n * gab.logdet - small.n * ga.logdet - big.n * gb.logdet);
+    (glr - t.kappa * PARAMS / 2.0) / small.n.max(1.0)
 }
 
 /// Agglomerative clustering of `items` (their statistics): the closest pair merges while closer
@@ -276,28 +306,8 @@ pub fn viterbi(tokens: &[Token], models: &[Gaussian], t: &Tuning) -> Vec<usize> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pipeline::speakers::stats::DIM;
+    use crate::pipeline::speakers::stats::synthetic as segment;
     use proptest::prelude::*;
-
-    /// A segment of `frames` frames of a synthetic voice: coefficients around `centre` with a
-    /// voice-specific spread, from a seeded generator.
-    fn segment(voice: usize, frames: usize, seed: u64) -> Stats {
-        let mut s = Stats::default();
-        let mut x = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;
-        for _ in 0..frames {
-            let mut f = [0.0; DIM];
-            for (i, v) in f.iter_mut().enumerate() {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                let u = (x >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
-                let centre = ((voice * 7 + i * 3) % 5) as f64 * 1.5;
-                *v = centre + u * (2.0 + voice as f64 * 0.5);
-            }
-            s.add(&f);
-        }
-        s
-    }
 
     fn prior(items: &[Stats]) -> [f64; 78] {
         let mut all = Stats::default();

@@ -266,6 +266,14 @@ fn by_voice(stats: &[Stats], boundary: &[bool], t: &Tuning, fixed: Option<usize>
         };
         clusters[into].merge(&gone);
     }
+    // A voice heard only in short replies, far from every cluster, becomes one.
+    let mut replies_at = None;
+    if fixed.is_none() && clusters.len() < cluster::MAX_SPEAKERS {
+        if let Some(voice) = replies(&segments, &clusters, &prior, t) {
+            clusters.push(voice);
+            replies_at = Some(clusters.len() - 1);
+        }
+    }
     if clusters.len() < 2 {
         return vec![0; n];
     }
@@ -295,7 +303,19 @@ fn by_voice(stats: &[Stats], boundary: &[bool], t: &Tuning, fixed: Option<usize>
         } else {
             t.min_cluster_frames
         };
-        again.retain(|c| c.n >= least);
+        // The replies' own floor: as many voiced frames as the fewest replies that make one.
+        let floor = |c: usize| {
+            if Some(c) == replies_at {
+                t.min_reply_frames * t.min_replies
+            } else {
+                least
+            }
+        };
+        let kept: Vec<usize> = (0..again.len())
+            .filter(|&c| again[c].n >= floor(c))
+            .collect();
+        replies_at = replies_at.and_then(|r| kept.iter().position(|&c| c == r));
+        let again: Vec<Stats> = kept.iter().map(|&c| again[c].clone()).collect();
         if again.len() < 2 {
             return vec![0; n];
         }
@@ -306,6 +326,37 @@ fn by_voice(stats: &[Stats], boundary: &[bool], t: &Tuning, fixed: Option<usize>
         clusters = again;
     }
     labels
+}
+
+/// A voice heard only in short replies (one- and two-word answers, a few seconds in all) is
+/// under the clusters' floor of voiced frames and would join the main voice. It is kept when its
+/// replies recur and agree: the segments no cluster explains (each of at least
+/// `min_reply_frames`, with a [`cluster::fit`] over `reply_fit` to every cluster), in at least
+/// `min_replies` separate turns with a clustered segment between each two, and all of them
+/// together still that far from every cluster. A stray sound is one turn; a voice's own odd
+/// words are odd in different directions, so together they fit their voice again.
+fn replies(
+    segments: &[(Stats, Vec<usize>)],
+    clusters: &[Stats],
+    prior: &[f64; 78],
+    t: &Tuning,
+) -> Option<Stats> {
+    let far = |s: &Stats| {
+        clusters
+            .iter()
+            .all(|c| cluster::fit(s, c, prior, t) > t.reply_fit)
+    };
+    let (mut group, mut turns, mut apart) = (Stats::default(), 0usize, true);
+    for (s, _) in segments {
+        if s.n >= t.min_reply_frames && far(s) {
+            turns += usize::from(apart);
+            apart = false;
+            group.merge(s);
+        } else if s.n >= t.min_frames {
+            apart = true;
+        }
+    }
+    (turns as f64 >= t.min_replies && far(&group)).then_some(group)
 }
 
 /// The number of channels of the first audio stream of `media`, by ffprobe.
@@ -441,6 +492,55 @@ mod tests {
             word("then", 1.65, 1.9),
         ];
         assert_eq!(boundaries(&words), vec![false, false, true, true, false]);
+    }
+
+    /// Per-word statistics and change points of an interview: `turns` turns of the main voice
+    /// (ten words of 30 voiced frames each), each followed by the reply `replies(k)` gives (the
+    /// voice and voiced frames of a one-word reply), if any. Also the true voice per word.
+    fn interview(
+        turns: usize,
+        replies: impl Fn(usize) -> Option<(usize, usize)>,
+    ) -> (Vec<Stats>, Vec<bool>, Vec<usize>) {
+        let (mut stats, mut boundary, mut truth) = (Vec::new(), Vec::new(), Vec::new());
+        for k in 0..turns {
+            for w in 0..10 {
+                stats.push(stats::synthetic(0, 30, (k * 100 + w) as u64 + 1));
+                boundary.push(w == 0 && k > 0);
+                truth.push(0);
+            }
+            if let Some((voice, frames)) = replies(k) {
+                stats.push(stats::synthetic(voice, frames, k as u64 + 7000));
+                boundary.push(true);
+                truth.push(voice);
+            }
+        }
+        (stats, boundary, truth)
+    }
+
+    #[test]
+    fn a_voice_heard_only_in_short_replies_is_a_speaker_and_a_stray_sound_is_not() {
+        let t = Tuning::default();
+        // Five one-word replies of another voice, 0.35 s each (1.75 s in all, under the
+        // clusters' floor of 4 s): a speaker of their own, every word right.
+        let (stats, boundary, truth) = interview(6, |k| (k < 5).then_some((1, 35)));
+        assert_eq!(by_voice(&stats, &boundary, &t, None), truth);
+        // Without the rule for replies they join the main voice (under the clusters' floor).
+        let without = Tuning {
+            reply_fit: f64::INFINITY,
+            ..t
+        };
+        assert_eq!(
+            by_voice(&stats, &boundary, &without, None),
+            vec![0; truth.len()]
+        );
+        // The same voice replying once, or twice: no speaker of its own.
+        for times in [1, 2] {
+            let (stats, boundary, _) = interview(6, |k| (k < times).then_some((1, 35)));
+            assert_eq!(by_voice(&stats, &boundary, &t, None), vec![0; stats.len()]);
+        }
+        // Replies in the main voice: one speaker.
+        let (stats, boundary, _) = interview(6, |k| (k < 5).then_some((0, 35)));
+        assert_eq!(by_voice(&stats, &boundary, &t, None), vec![0; stats.len()]);
     }
 
     #[test]

@@ -184,6 +184,27 @@ impl Gaussian {
     }
 }
 
+/// A segment of `frames` frames of a synthetic voice: coefficients around `centre` with a
+/// voice-specific spread, from a seeded generator (the clustering's tests).
+#[cfg(test)]
+pub fn synthetic(voice: usize, frames: usize, seed: u64) -> Stats {
+    let mut s = Stats::default();
+    let mut x = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;
+    for _ in 0..frames {
+        let mut f = [0.0; DIM];
+        for (i, v) in f.iter_mut().enumerate() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let u = (x >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
+            let centre = ((voice * 7 + i * 3) % 5) as f64 * 1.5;
+            *v = centre + u * (2.0 + voice as f64 * 0.5);
+        }
+        s.add(&f);
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
