@@ -23,7 +23,7 @@
 
 use unicode_segmentation::UnicodeSegmentation;
 
-use crate::layout::shots;
+use crate::layout::{self, shots};
 use crate::{ContentProfile, Cue, FrameRate, Millis, Settings, SubtitleMode, Word};
 
 /// How serious a finding is: an error fails the check (`cuecraft check` exits with status 1).
@@ -936,52 +936,113 @@ impl PaceFloor {
 const FLOOR_WORK: usize = 60_000_000;
 
 /// The fewest cues over the style's pace among all ways of cutting the cues' words (in order)
-/// into exactly as many cues, each of which:
+/// into exactly as many cues that a layout may give, each of which:
 /// - fits the style's lines (words wrapped greedily; a two-speaker cue one line per speaker, its
 ///   dash counted in the line and both dashes in the characters read),
 /// - holds no silence of `long_silence` or more between its words,
+/// - when it holds two speakers, holds the first one's turn from its start (issue 23): the word
+///   before it is another speaker's or ends a sentence, as the layout reads sentence ends (`.`,
+///   `?`, `!` before closing quotes; in words with no sentence punctuation at all, also a
+///   silence of 0.3 s or more after the word). A dashed first line opening with the tail of a
+///   sentence reads as a third voice, and the layout never gives one,
 /// - stays up from its first word's start until `min_gap_frames` before the next cue's first
 ///   word (at most `max_duration`); the last cue as long as it needs.
 ///
 /// That is the most any layout can give a cue without showing text before it is spoken, so no
-/// layout of these words into this many cues has fewer over the pace. `None` when the style has
-/// no pace, a cue has no words (a subtitle file), no such cutting exists, or the transcript is too
-/// long for the search (words times cues over about 60 million).
+/// layout of these words into this many cues has fewer over the pace (the definition and what it
+/// leaves out: docs/decisions/layout.md, "The pace floor"). Speakers are the words' own
+/// (`Word::speaker`): words read from the contract's cue JSON carry none, so a caller that knows
+/// them sets them first. `None` when the style has no pace, a cue has no words (a subtitle
+/// file), no such cutting exists, or the transcript is too long for the search (words times cues
+/// over about 60 million).
 pub fn pace_floor(cues: &[Cue], style: &QcStyle, frame_rate: FrameRate) -> Option<PaceFloor> {
-    let cps = style.max_cps? as i64;
-    let k_cues = cues.len();
-    if k_cues == 0 || cues.iter().any(|c| c.words.is_empty()) {
-        return None;
-    }
-    struct W {
-        g: usize,
-        start: i64,
-        end: i64,
-        speaker: u32,
-    }
-    let words: Vec<W> = cues
-        .iter()
-        .flat_map(|c| c.words.iter())
-        .filter(|w| !w.text.trim().is_empty())
-        .map(|w| W {
-            g: graphemes(w.text.trim()),
-            start: (w.start + style.word_shift).0,
-            end: (w.end + style.word_shift).0,
-            speaker: w.speaker,
+    let (over, _) = Floor::new(cues, style, frame_rate)?.search(false)?;
+    Some(PaceFloor {
+        cues: cues.len(),
+        over,
+    })
+}
+
+/// A visible word as [`pace_floor`] sees it.
+struct FloorWord {
+    /// Graphemes.
+    g: usize,
+    /// Start and end, ms, with the style's word shift.
+    start: i64,
+    end: i64,
+    speaker: u32,
+    /// A two-speaker cue may not start at this word: the word before it is the same speaker's
+    /// and ends no sentence.
+    tail: bool,
+}
+
+/// The search behind [`pace_floor`]: the words and the style's limits.
+struct Floor<'s> {
+    words: Vec<FloorWord>,
+    k_cues: usize,
+    style: &'s QcStyle,
+    cps: i64,
+    gap: i64,
+}
+
+impl<'s> Floor<'s> {
+    fn new(cues: &[Cue], style: &'s QcStyle, frame_rate: FrameRate) -> Option<Floor<'s>> {
+        let cps = style.max_cps? as i64;
+        let k_cues = cues.len();
+        if k_cues == 0 || cues.iter().any(|c| c.words.is_empty()) {
+            return None;
+        }
+        let shown: Vec<&Word> = cues
+            .iter()
+            .flat_map(|c| c.words.iter())
+            .filter(|w| !w.text.trim().is_empty())
+            .collect();
+        let n = shown.len();
+        if n < k_cues || n.saturating_mul(k_cues) > FLOOR_WORK {
+            return None;
+        }
+        // Sentence ends as cue breaking reads them (a layout may open a dashed cue after each),
+        // and in words without sentence punctuation its guesses from pauses: every pause of
+        // 0.3 s, so that no end the layout guesses is missed (it leaves out articles and the
+        // like, which only makes the floor's choice wider).
+        let punctuated = shown.iter().any(|w| layout::breaks_sentence(&w.text));
+        let words = shown
+            .iter()
+            .enumerate()
+            .map(|(k, w)| {
+                let tail = k > 0 && {
+                    let before = shown[k - 1];
+                    let ends = if punctuated {
+                        layout::breaks_sentence(&before.text)
+                    } else {
+                        w.start.0 - before.end.0 >= layout::PAUSE_SENTENCE_MS
+                    };
+                    before.speaker == w.speaker && !ends
+                };
+                FloorWord {
+                    g: graphemes(w.text.trim()),
+                    start: (w.start + style.word_shift).0,
+                    end: (w.end + style.word_shift).0,
+                    speaker: w.speaker,
+                    tail,
+                }
+            })
+            .collect();
+        Some(Floor {
+            words,
+            k_cues,
+            style,
+            cps,
+            gap: frame_rate.frames_duration(style.min_gap_frames).0,
         })
-        .collect();
-    let n = words.len();
-    if n < k_cues || n.saturating_mul(k_cues) > FLOOR_WORK {
-        return None;
     }
-    let max_chars = style.max_chars_per_line.max(1) as usize;
-    let max_lines = style.max_lines.max(1) as usize;
-    let gap = frame_rate.frames_duration(style.min_gap_frames).0;
-    let long = style.long_silence.0;
-    // Whether words lo..hi fit one cue's lines (greedy wrap; each word at least one line's worth
-    // of pieces when longer than a line).
-    let fits = |lo: usize, hi: usize| -> bool {
-        let wrap = |ws: &[W], lines_left: usize, extra: usize| -> bool {
+
+    /// Whether words lo..hi fit one cue's lines (greedy wrap; each word at least one line's
+    /// worth of pieces when longer than a line).
+    fn fits(&self, lo: usize, hi: usize) -> bool {
+        let max_chars = self.style.max_chars_per_line.max(1) as usize;
+        let max_lines = self.style.max_lines.max(1) as usize;
+        let wrap = |ws: &[FloorWord], lines_left: usize, extra: usize| -> bool {
             let mut lines = 1;
             let mut len = extra;
             for (k, w) in ws.iter().enumerate() {
@@ -1003,7 +1064,7 @@ pub fn pace_floor(cues: &[Cue], style: &QcStyle, frame_rate: FrameRate) -> Optio
             }
             true
         };
-        let ws = &words[lo..hi];
+        let ws = &self.words[lo..hi];
         match ws.iter().position(|w| w.speaker != ws[0].speaker) {
             None => wrap(ws, max_lines, 0),
             Some(at) => {
@@ -1013,67 +1074,98 @@ pub fn pace_floor(cues: &[Cue], style: &QcStyle, frame_rate: FrameRate) -> Optio
                     && wrap(&ws[at..], 1, 1)
             }
         }
-    };
-    // Prefix sums of graphemes, for a cue's characters (words joined by one space), and of
-    // speaker changes: a two-speaker cue also shows the dash that opens each of its two lines.
-    let mut pre = vec![0usize; n + 1];
-    let mut turns = vec![0usize; n + 1];
-    for (k, w) in words.iter().enumerate() {
-        pre[k + 1] = pre[k] + w.g;
-        let turn = k > 0 && words[k - 1].speaker != w.speaker;
-        turns[k + 1] = turns[k] + usize::from(turn);
     }
-    // For each cue end `hi`, the earliest start `lo` that still fits (fitting is monotone: a cue
-    // that fits still fits without its first word).
-    let mut earliest = vec![0usize; n + 1];
-    let mut lo = 0;
-    for hi in 1..=n {
-        if hi > 1 && long > 0 && words[hi - 1].start - words[hi - 2].end >= long {
-            lo = hi - 1;
+
+    /// The fewest cues over the pace, and with `keep` the cutting that has them (each cue's end,
+    /// exclusive, as an index into `words`).
+    fn search(&self, keep: bool) -> Option<(usize, Vec<usize>)> {
+        let words = &self.words;
+        let (n, k_cues) = (words.len(), self.k_cues);
+        let long = self.style.long_silence.0;
+        // Prefix sums of graphemes, for a cue's characters (words joined by one space), and of
+        // speaker changes: a two-speaker cue also shows the dash that opens each of its two lines.
+        let mut pre = vec![0usize; n + 1];
+        let mut turns = vec![0usize; n + 1];
+        for (k, w) in words.iter().enumerate() {
+            pre[k + 1] = pre[k] + w.g;
+            let turn = k > 0 && words[k - 1].speaker != w.speaker;
+            turns[k + 1] = turns[k] + usize::from(turn);
         }
-        while lo < hi - 1 && !fits(lo, hi) {
-            lo += 1;
-        }
-        earliest[hi] = lo;
-    }
-    let over = |lo: usize, hi: usize| -> u32 {
-        let dashes = if turns[hi] > turns[lo + 1] { 2 } else { 0 };
-        let chars = (pre[hi] - pre[lo] + (hi - lo - 1) + dashes) as i64;
-        let Some(next) = words.get(hi) else {
-            return 0;
-        };
-        let mut avail = next.start - gap - words[lo].start;
-        if let Some(max) = style.max_duration {
-            avail = avail.min(max.0);
-        }
-        (chars * 1000 > cps * avail) as u32
-    };
-    const INF: u32 = u32::MAX / 2;
-    // best[hi]: fewest cues over the pace among cuttings of words[..hi] into k cues.
-    let mut best = vec![INF; n + 1];
-    best[0] = 0;
-    let mut next = vec![INF; n + 1];
-    for k in 1..=k_cues {
-        next[0] = INF;
-        // With k cues, at least k words are needed and k_cues - k must remain for the rest.
+        // For each cue end `hi`, the earliest start `lo` that still fits (fitting is monotone: a
+        // cue that fits still fits without its first word).
+        let mut earliest = vec![0usize; n + 1];
+        let mut lo = 0;
         for hi in 1..=n {
-            let mut b = INF;
-            if hi >= k && n - hi >= k_cues - k {
-                let from = earliest[hi].max(k - 1);
-                for (lo, &prev) in best.iter().enumerate().take(hi).skip(from) {
-                    if prev < INF {
-                        b = b.min(prev + over(lo, hi));
+            if hi > 1 && long > 0 && words[hi - 1].start - words[hi - 2].end >= long {
+                lo = hi - 1;
+            }
+            while lo < hi - 1 && !self.fits(lo, hi) {
+                lo += 1;
+            }
+            earliest[hi] = lo;
+        }
+        // Whether words lo..hi may be one cue (fitting aside): one speaker, or two whose first
+        // turn starts with the cue.
+        let allowed =
+            |lo: usize, hi: usize| -> bool { !words[lo].tail || turns[hi] == turns[lo + 1] };
+        let over = |lo: usize, hi: usize| -> u32 {
+            let dashes = if turns[hi] > turns[lo + 1] { 2 } else { 0 };
+            let chars = (pre[hi] - pre[lo] + (hi - lo - 1) + dashes) as i64;
+            let Some(next) = words.get(hi) else {
+                return 0;
+            };
+            let mut avail = next.start - self.gap - words[lo].start;
+            if let Some(max) = self.style.max_duration {
+                avail = avail.min(max.0);
+            }
+            (chars * 1000 > self.cps * avail) as u32
+        };
+        const INF: u32 = u32::MAX / 2;
+        // best[hi]: fewest cues over the pace among cuttings of words[..hi] into k cues; with
+        // `keep`, from[(k - 1) * (n + 1) + hi] the start of the k-th cue in that cutting.
+        let mut best = vec![INF; n + 1];
+        best[0] = 0;
+        let mut next = vec![INF; n + 1];
+        let mut from = vec![0u32; if keep { k_cues * (n + 1) } else { 0 }];
+        for k in 1..=k_cues {
+            next[0] = INF;
+            // With k cues, at least k words are needed and k_cues - k must remain for the rest.
+            for hi in 1..=n {
+                let mut b = INF;
+                let mut arg = 0;
+                if hi >= k && n - hi >= k_cues - k {
+                    let start = earliest[hi].max(k - 1);
+                    for (lo, &prev) in best.iter().enumerate().take(hi).skip(start) {
+                        if prev < INF && allowed(lo, hi) {
+                            let cost = prev + over(lo, hi);
+                            if cost < b {
+                                b = cost;
+                                arg = lo;
+                            }
+                        }
                     }
                 }
+                next[hi] = b;
+                if keep {
+                    from[(k - 1) * (n + 1) + hi] = arg as u32;
+                }
             }
-            next[hi] = b;
+            std::mem::swap(&mut best, &mut next);
         }
-        std::mem::swap(&mut best, &mut next);
+        if best[n] >= INF {
+            return None;
+        }
+        let mut ends = Vec::new();
+        if keep {
+            let mut hi = n;
+            for k in (1..=k_cues).rev() {
+                ends.push(hi);
+                hi = from[(k - 1) * (n + 1) + hi] as usize;
+            }
+            ends.reverse();
+        }
+        Some((best[n] as usize, ends))
     }
-    (best[n] < INF).then_some(PaceFloor {
-        cues: k_cues,
-        over: best[n] as usize,
-    })
 }
 
 #[cfg(test)]
@@ -1571,5 +1663,155 @@ mod tests {
             pace_floor(&cues, &style, FrameRate::FPS_25),
             Some(PaceFloor { cues: 2, over: 1 })
         );
+    }
+
+    #[test]
+    fn the_pace_floor_keeps_a_dashed_cue_to_whole_turns() {
+        let style = QcStyle::from_settings(&Settings::default(), &[]);
+        // Speaker 0's "Absolutely unbelievable." then speaker 1's "Yes." at once. Two cues: either
+        // "Absolutely" / "—Unbelievable. —Yes." (under the pace, but its dashed first line opens
+        // with the tail of a sentence, which no layout gives) or "Absolutely unbelievable." /
+        // "Yes.", whose first cue has 1.23 s for the 24 characters that need 1.41 s.
+        let words = |first: &str, second: &str, pause: i64| {
+            let reply = if second.ends_with('.') { "Yes." } else { "yes" };
+            let mut cues = cues_of(&[
+                &[(first, 0, 450)],
+                &[
+                    (second, 450 + pause, 700 + pause),
+                    (reply, 750 + pause, 950 + pause),
+                ],
+            ]);
+            cues[1].words[1].speaker = 1;
+            cues
+        };
+        let floor = |cues: &[Cue]| pace_floor(cues, &style, FrameRate::FPS_25).unwrap().over;
+        assert_eq!(floor(&words("Absolutely", "unbelievable.", 600)), 1);
+        // After a sentence end the dashed cue holds a whole turn: nothing is over.
+        assert_eq!(floor(&words("Absolutely.", "Unbelievable.", 600)), 0);
+        // Without any punctuation a pause of 0.3 s may be a sentence end (the layout guesses
+        // one there); a shorter one may not.
+        assert_eq!(floor(&words("absolutely", "unbelievable", 600)), 0);
+        assert_eq!(floor(&words("absolutely", "unbelievable", 300)), 0);
+        assert_eq!(floor(&words("absolutely", "unbelievable", 290)), 1);
+    }
+
+    /// The cues of the floor's own cutting, shown as the floor assumes: lines wrapped greedily (a
+    /// two-speaker cue one dashed line per speaker), each cue from its first word's start until
+    /// the frame gap before the next cue's first word, the last as long as its text needs.
+    fn floor_cues(cues: &[Cue], style: &QcStyle, fr: FrameRate) -> Vec<Cue> {
+        let floor = Floor::new(cues, style, fr).unwrap();
+        let (_, ends) = floor.search(true).unwrap();
+        let shown: Vec<&Word> = cues
+            .iter()
+            .flat_map(|c| c.words.iter())
+            .filter(|w| !w.text.trim().is_empty())
+            .collect();
+        let max = style.max_chars_per_line as usize;
+        let mut out = Vec::new();
+        let mut lo = 0;
+        for (i, &hi) in ends.iter().enumerate() {
+            let ws = &shown[lo..hi];
+            let text = |ws: &[&Word]| -> String {
+                let t: Vec<&str> = ws.iter().map(|w| w.text.trim()).collect();
+                t.join(" ")
+            };
+            let lines = match ws.iter().position(|w| w.speaker != ws[0].speaker) {
+                Some(at) => vec![
+                    format!("\u{2014}{}", text(&ws[..at])),
+                    format!("\u{2014}{}", text(&ws[at..])),
+                ],
+                None => {
+                    let mut lines: Vec<String> = vec![String::new()];
+                    for w in ws {
+                        let last = lines.last_mut().unwrap();
+                        if last.is_empty() {
+                            last.push_str(w.text.trim());
+                        } else if graphemes(last) + 1 + graphemes(w.text.trim()) <= max {
+                            last.push(' ');
+                            last.push_str(w.text.trim());
+                        } else {
+                            lines.push(w.text.trim().to_string());
+                        }
+                    }
+                    lines
+                }
+            };
+            let start = ws[0].start + style.word_shift;
+            let end = match shown.get(hi) {
+                Some(next) => {
+                    next.start + style.word_shift - fr.frames_duration(style.min_gap_frames)
+                }
+                None => {
+                    let chars = lines.iter().map(|l| graphemes(l)).sum::<usize>() + lines.len() - 1;
+                    let cps = style.max_cps.unwrap() as i64;
+                    start + Millis((chars as i64 * 1000 + cps - 1) / cps)
+                }
+            };
+            let mut c = Cue::from_lines(i as u32 + 1, start, end, lines);
+            c.speaker = ws[0].speaker;
+            c.words = ws.iter().map(|w| (*w).clone()).collect();
+            out.push(c);
+            lo = hi;
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
+
+        /// The floor is reached by a layout that keeps the hard rules: its own cutting, shown as
+        /// it assumes, has no error in `check` (line length and count, gaps, duration), keeps
+        /// every dashed cue to whole turns, and has exactly the floor's count of cues over the
+        /// pace, for the cue count of the layout's own cues of the same dialogue.
+        #[test]
+        fn the_pace_floors_own_cutting_passes_the_hard_rules(
+            spoken in proptest::collection::vec(
+                (1usize..13, 150i64..450, 0i64..700, 0u32..8, 0u32..5), 2..48),
+            punctuated in proptest::bool::ANY,
+            narrow in proptest::bool::ANY,
+        ) {
+            let mut words = Vec::new();
+            let mut at = 0;
+            let mut speaker = 0;
+            for (k, &(len, dur, gap, turn, end)) in spoken.iter().enumerate() {
+                if turn == 0 {
+                    speaker = (speaker + 1) % 3;
+                }
+                let mut text: String = "abcdefghijkl"[..len].to_string();
+                if punctuated && (end == 0 || k + 1 == spoken.len()) {
+                    text.push(if k % 2 == 0 { '.' } else { '?' });
+                }
+                words.push(Word::new(text, Millis(at), Millis(at + dur), speaker));
+                at += dur + gap;
+            }
+            let settings = Settings {
+                max_chars_per_line: if narrow { 20 } else { 42 },
+                ..Settings::default()
+            };
+            let fr = FrameRate::FPS_25;
+            let laid = crate::layout(&words, &settings, fr);
+            let style = QcStyle::from_settings(&settings, &words);
+            let floor = pace_floor(&laid, &style, fr).unwrap();
+            let cues = floor_cues(&laid, &style, fr);
+            proptest::prop_assert_eq!(cues.len(), laid.len());
+            let report = check(&cues, &style, fr);
+            proptest::prop_assert!(!report.has_errors(), "{:?}", report.findings);
+            proptest::prop_assert_eq!(report.summary.count(Rule::ReadingPace), floor.over);
+            let punct = words.iter().any(|w| layout::breaks_sentence(&w.text));
+            for pair in cues.windows(2) {
+                let (before, c) = (pair[0].words.last().unwrap(), &pair[1].words[0]);
+                let two = pair[1].words.iter().any(|w| w.speaker != c.speaker);
+                let ends = if punct {
+                    layout::breaks_sentence(&before.text)
+                } else {
+                    c.start.0 - before.end.0 >= layout::PAUSE_SENTENCE_MS
+                };
+                proptest::prop_assert!(
+                    !two || before.speaker != c.speaker || ends,
+                    "cue {} opens with a sentence's tail",
+                    pair[1].index
+                );
+            }
+        }
     }
 }

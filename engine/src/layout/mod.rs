@@ -96,7 +96,14 @@ const HARD_PAUSE_MS: i64 = 2000;
 
 /// In a transcript without sentence punctuation, a silence at least this long (ms) after a word
 /// is taken as a sentence end for cue breaking.
-const PAUSE_SENTENCE_MS: i64 = 300;
+pub(crate) const PAUSE_SENTENCE_MS: i64 = 300;
+
+/// Whether a word's text ends a sentence as cue breaking reads it: `.`, `?`, `!` (and their CJK
+/// forms) before closing quotes. Wider than [`crate::qc::ends_sentence`]: an ellipsis and an
+/// abbreviation's full stop count too.
+pub(crate) fn breaks_sentence(text: &str) -> bool {
+    prepare::ends_sentence(text)
+}
 
 /// Reading pace picked for `auto` from the transcript's own speech rate (characters per second
 /// of speaking time, short pauses included), read straight from the words in reading order.

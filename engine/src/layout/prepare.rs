@@ -235,9 +235,12 @@ fn strip_closers(s: &str) -> &str {
 
 /// Whether any word of `words` ends a sentence by its punctuation (stops at the first that does).
 pub fn any_sentence_end(words: &[Word]) -> bool {
-    words
-        .iter()
-        .any(|w| punctuation_flags(w.text.trim_end()).0 & SENT_END != 0)
+    words.iter().any(|w| ends_sentence(&w.text))
+}
+
+/// Whether a word ends a sentence by its punctuation, as cue breaking reads it (`SENT_END`).
+pub fn ends_sentence(text: &str) -> bool {
+    punctuation_flags(text.trim_end()).0 & SENT_END != 0
 }
 
 /// The break flags (`SENT_END`, `CLAUSE`) and `COMMA` that a word's final punctuation gives.
