@@ -39,9 +39,10 @@ pub struct RecognizerArgs {
         default_value = ".venv/bin/python3"
     )]
     pub whisper_python: PathBuf,
-    /// The whisper recognizer's beam size: 5 (the default) is more accurate than 1 (greedy) for
-    /// 10-50% more decoding CPU (BENCHMARKS.md, "Recognition").
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=10))]
+    /// The whisper recognizer's beam size: 2 (the default) decodes with 12-14% less CPU than 5
+    /// and as well on the held-out recognition corpus; 1 (greedy) drops words and languages
+    /// (docs/decisions/pipeline.md, "whisper"; BENCHMARKS.md, "Recognition").
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=10))]
     pub whisper_beam: u32,
     /// How long a worker's claim on a job holds without a heartbeat, in milliseconds: a worker
     /// killed mid-job has its job taken over this long after its last heartbeat (for tests).
