@@ -874,16 +874,21 @@ fn song(dir: &Path, language: &str) -> PathBuf {
 }
 
 /// Music (issue 23 item 6): a song, one voice singing over an accompaniment that changes from
-/// verse to chorus, never fails the job: it is ready with every word sung, in order. Its speakers
-/// are a known limit (docs/decisions/pipeline.md, "Music"): the accompaniment's change can split
-/// the one voice in two.
+/// verse to chorus, is one speaker, never two (the accompaniment's change is not a second voice),
+/// and the job is ready with every word sung, in order.
 #[test]
-fn a_song_is_ready_with_its_words() {
+fn a_song_is_one_speaker_and_ready_with_its_words() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let media = song(tmp.path(), "en");
     let server = server_in(tmp);
     let org = server.org(100_000, &[]);
     let id = &ready_job(&server, &org, &media, "en");
+    let body = server
+        .get(&org.key, &format!("/v1/jobs/{id}/transcript"))
+        .json();
+    let cues = body["cues"].as_array().expect("cues");
+    assert!(cues.len() >= 5, "{body}");
+    assert!(cues.iter().all(|c| c["speaker"] == 0), "{body}");
     let text = server
         .get(&org.key, &format!("/v1/jobs/{id}/transcript?format=text"))
         .text();
@@ -904,6 +909,7 @@ fn a_song_is_ready_with_its_words() {
         tokens(&SONG_LINES.map(|(_, l)| l).join(" ")),
         "{text}"
     );
+    assert!(!text.contains("\n\n"), "no speaker break: {text}");
 }
 
 /// Each cue's speaker, in order.

@@ -262,10 +262,33 @@ fn fft(re: &mut [f32], im: &mut [f32], twiddles: &[(f32, f32)]) {
     }
 }
 
-/// Each word's statistics: one pass over the WAV at `r` (its data of `bytes`, mono), the frames
-/// whose centre falls inside a word's span added to that word (the first, when spans overlap).
-pub fn word_stats(r: &mut impl Read, bytes: u64, spans: &[Span]) -> io::Result<Vec<Stats>> {
+/// What the diarization hears of the WAV: each word's statistics and the background's before it.
+pub struct Heard {
+    /// Each word's statistics (frames in its span).
+    pub words: Vec<Stats>,
+    /// The background in the pause before each word: frames in no word's span, at most
+    /// [`GAP`] of them before the word's start (music or noise under the speech; empty in
+    /// silence, whose frames are skipped).
+    pub gaps: Vec<Stats>,
+}
+
+/// The background before a word: at most this many frames (1 s) before its start,
+const GAP: usize = 100;
+/// in a pause of at least this many frames (0.6 s: room for the tail below and some background),
+const PAUSE_FRAMES: usize = 60;
+/// this many frames after the word before (0.4 s: a recognizer's word often ends that long
+/// before its sound does, so nearer frames hold the voice's tail, not the background),
+const TAIL: usize = 40;
+/// and this many frames before the word after (its onset).
+const EDGE: usize = 5;
+
+/// Each word's statistics and the background before it ([`Heard`]): one pass over the WAV at `r`
+/// (its data of `bytes`, mono), the frames whose centre falls inside a word's span added to that
+/// word (the first, when spans overlap), the frames of a pause to the background of the word
+/// after it.
+pub fn word_stats(r: &mut impl Read, bytes: u64, spans: &[Span]) -> io::Result<Heard> {
     let mut stats = vec![Stats::default(); spans.len()];
+    let mut gaps = vec![Stats::default(); spans.len()];
     // Words in order of start, walked with the frames.
     let mut order: Vec<usize> = (0..spans.len())
         .filter(|&i| spans[i].to > spans[i].from)
@@ -274,21 +297,39 @@ pub fn word_stats(r: &mut impl Read, bytes: u64, spans: &[Span]) -> io::Result<V
     let mut mfcc = Mfcc::new();
     let mut next = 0usize;
     let mut open: Vec<usize> = Vec::new();
+    // The end of the words started so far (a pause runs from here to the next word's start).
+    let mut reach = 0usize;
     frames(r, bytes, |index, samples| {
         // The frame's centre is 12.5 ms after its start: frame `index` belongs to a word whose
         // span holds `index`.
         while next < order.len() && spans[order[next]].from <= index {
             open.push(order[next]);
+            reach = reach.max(spans[order[next]].to);
             next += 1;
         }
         open.retain(|&w| spans[w].to > index);
-        if let Some(&word) = open.first() {
+        let into = match open.first() {
+            Some(&word) => Some(&mut stats[word]),
+            // In a pause before the next word, away from both words' edges and within GAP
+            // frames of its start: the background.
+            None => order
+                .get(next)
+                .filter(|&&w| {
+                    let from = spans[w].from;
+                    from >= reach + PAUSE_FRAMES
+                        && index >= reach + TAIL
+                        && index + EDGE < from
+                        && index + GAP >= from
+                })
+                .map(|&w| &mut gaps[w]),
+        };
+        if let Some(s) = into {
             if let Some(x) = mfcc.frame(samples) {
-                stats[word].add(&x);
+                s.add(&x);
             }
         }
     })?;
-    Ok(stats)
+    Ok(Heard { words: stats, gaps })
 }
 
 #[cfg(test)]
