@@ -67,19 +67,21 @@ const BLOCK: usize = 300;
 /// The most speakers reported.
 pub const MAX_SPEAKERS: usize = 8;
 
-/// Per-frame GLR distance of two clusters, as the module's doc describes it.
-pub fn distance(a: &Stats, b: &Stats, prior: &[f64; 78], t: &Tuning) -> f64 {
+/// The GLR of `a` and `b` with its chance value taken off (`GLR - kappa * PARAMS / 2`), and the
+/// frames of both; `None` when one of the three Gaussians cannot be made.
+fn penalised_glr(a: &Stats, b: &Stats, prior: &[f64; 78], t: &Tuning) -> Option<(f64, f64)> {
     let mut ab = a.clone();
     ab.merge(b);
-    let (Some(ga), Some(gb), Some(gab)) = (
-        Gaussian::from(a, prior, t.tau),
-        Gaussian::from(b, prior, t.tau),
-        Gaussian::from(&ab, prior, t.tau),
-    ) else {
-        return f64::INFINITY;
-    };
+    let ga = Gaussian::from(a, prior, t.tau)?;
+    let gb = Gaussian::from(b, prior, t.tau)?;
+    let gab = Gaussian::from(&ab, prior, t.tau)?;
     let glr = 0.5 * (ab.n * gab.logdet - a.n * ga.logdet - b.n * gb.logdet);
-    (glr - t.kappa * PARAMS / 2.0) / ab.n.max(1.0)
+    Some((glr - t.kappa * PARAMS / 2.0, ab.n))
+}
+
+/// Per-frame GLR distance of two clusters, as the module's doc describes it.
+pub fn distance(a: &Stats, b: &Stats, prior: &[f64; 78], t: &Tuning) -> f64 {
+    penalised_glr(a, b, prior, t).map_or(f64::INFINITY, |(g, n)| g / n.max(1.0))
 }
 
 /// How much worse `small` is explained by the cluster `big` than by a Gaussian of its own, per
@@ -87,17 +89,7 @@ pub fn distance(a: &Stats, b: &Stats, prior: &[f64; 78], t: &Tuning) -> f64 {
 /// [`distance`] divides by both clusters' frames, so a short segment beside a long cluster
 /// always looks close; this asks whether the short segment's own frames fit the cluster.
 pub fn fit(small: &Stats, big: &Stats, prior: &[f64; 78], t: &Tuning) -> f64 {
-    let mut ab = small.clone();
-    ab.merge(big);
-    let (Some(ga), Some(gb), Some(gab)) = (
-        Gaussian::from(small, prior, t.tau),
-        Gaussian::from(big, prior, t.tau),
-        Gaussian::from(&ab, prior, t.tau),
-    ) else {
-        return f64::NEG_INFINITY;
-    };
-    let glr = 0.5 * (ab.n * gab.logdet - small.n * ga.logdet - big.n * gb.logdet);
-    (glr - t.kappa * PARAMS / 2.0) / small.n.max(1.0)
+    penalised_glr(small, big, prior, t).map_or(f64::NEG_INFINITY, |(g, _)| g / small.n.max(1.0))
 }
 
 /// Agglomerative clustering of `items` (their statistics): the closest pair merges while closer
