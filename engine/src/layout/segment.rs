@@ -181,6 +181,18 @@ pub fn segment(
         sums.all_fit = all_fit;
         // The last unit ends no sentence that a later unit carries on.
         sums.sent[m] = sent;
+        sums.pace_key.clear();
+        if p.pace {
+            let us = p.us_per_char;
+            sums.pace_key.extend(
+                sums.lead
+                    .iter()
+                    .zip(&sums.snap)
+                    .map(|(&lead, &snap)| lead as i64 * us - 1000 * snap),
+            );
+        } else {
+            sums.pace_key.resize(m, 0);
+        }
     }
     let mut a = base;
     while a < end {
@@ -248,6 +260,13 @@ struct Sums {
     /// `snap[k]`: unit k's start shifted and snapped to the frame grid, as timing shows a cue
     /// starting with it (with reading pace only).
     snap: Vec<i64>,
+    /// `pace_key[i]`: `lead[i] * us_per_char - 1000 * snap[i]` (with reading pace only). A cue
+    /// `[i, j)` of the fast walk (no decorations) needs more than its room when
+    /// `len[j] * us_per_char - 1000 * room_end > pace_key[i]`: its text takes
+    /// `(len[j] - lead[i]) * us_per_char` microseconds to read and its room is
+    /// `room_end - snap[i]` milliseconds (or less, under maxDuration). One compare a start, so the
+    /// first pass's bounds hold the overrun step.
+    pace_key: Vec<i64>,
 }
 
 impl Sums {
@@ -946,7 +965,18 @@ fn fast_walk(
         tail,
         inner: p.inner_cost * sums.sent[j - 1] as i64,
         j,
+        keys: &sums.pace_key,
+        // (A cue with no room at all is given 1 ms, which a reading pace of at most 1,000
+        // characters a second never reads a character in.)
+        over: if p.pace && p.us_per_char >= 1000 {
+            sums.len[j] as i64 * p.us_per_char - 1000 * e.room_end
+        } else {
+            i64::MIN
+        },
     };
+    // The overrun step a start's bound holds (see `Sums::pace_key`), taken off again before it
+    // is costed in full (`rest_cost` adds it).
+    let step = |i: usize| PACE_STEP * i64::from(srcs.over > sums.pace_key[i]);
     let mut hi = j - 1;
     let mut line_start = s1;
     let mut m = 1;
@@ -1005,7 +1035,7 @@ fn fast_walk(
     let at = |k: usize| j - 2 - k;
     if let Some(&(cost, m)) = lower.get(min_at) {
         let i = at(min_at);
-        if let Some(c) = rest_cost(p, units, sums, e, &cand(i, m), cost, best_cost) {
+        if let Some(c) = rest_cost(p, units, sums, e, &cand(i, m), cost - step(i), best_cost) {
             (best_cost, best_i) = (c, i);
         }
     }
@@ -1037,7 +1067,7 @@ fn fast_walk(
         // On an equal cost a larger start wins.
         let bar = best_cost.saturating_add(i64::from(i > best_i));
         if cost < bar {
-            if let Some(c) = rest_cost(p, units, sums, e, &cand(i, m), cost, bar) {
+            if let Some(c) = rest_cost(p, units, sums, e, &cand(i, m), cost - step(i), bar) {
                 (best_cost, best_i) = (c, i);
             }
         }
@@ -1066,6 +1096,11 @@ struct Sources<'a> {
     inner: i64,
     /// The cue's end.
     j: usize,
+    /// `Sums::pace_key`.
+    keys: &'a [i64],
+    /// The starts whose key is below this need more than their room (`i64::MIN` without
+    /// reading pace).
+    over: i64,
 }
 
 /// What the fast walk's first pass carries from start to start: the pause cost of the longest
@@ -1097,14 +1132,14 @@ impl Lowest {
         // Start i is slot j - 2 - i.
         let j = src.j;
         let k = j - 1 - hi_i;
-        let low = self.add_piece(lower, k, (cut, hi_i), src.best, src.pauses, add, lines);
+        let low = self.add_piece(lower, k, (cut, hi_i), src.best, src, add, lines);
         let k = j - 1 - cut;
         let low = low.add_piece(
             lower,
             k,
             (cut_same, cut),
             src.headed,
-            src.pauses,
+            src,
             add + src.tail,
             lines,
         );
@@ -1114,7 +1149,7 @@ impl Lowest {
             k,
             (lo_i, cut_same),
             src.counted,
-            src.pauses,
+            src,
             add + src.tail + src.inner,
             lines,
         )
@@ -1132,7 +1167,7 @@ impl Lowest {
         k: usize,
         (lo_i, hi_i): (usize, usize),
         from: &[i64],
-        pauses: &[i64],
+        src: &Sources<'_>,
         add: i64,
         lines: u32,
     ) -> Lowest {
@@ -1150,10 +1185,14 @@ impl Lowest {
         } = self;
         let slots = &mut lower[k..k + (hi_i - lo_i)];
         let froms = from[lo_i..hi_i].iter().rev();
-        let pauses = pauses[lo_i + 1..hi_i + 1].iter().rev();
-        for ((slot, (&s, &pz)), k) in slots.iter_mut().zip(froms.zip(pauses)).zip(k..) {
+        let pauses = src.pauses[lo_i + 1..hi_i + 1].iter().rev();
+        let keys = src.keys[lo_i..hi_i].iter().rev();
+        let over = src.over;
+        for ((slot, ((&s, &pz), &key)), k) in
+            slots.iter_mut().zip(froms.zip(pauses).zip(keys)).zip(k..)
+        {
             pause = pause.max(pz);
-            let cost = s + add + pause;
+            let cost = s + add + pause + PACE_STEP * i64::from(over > key);
             *slot = (cost, lines);
             let lowest = cost < min;
             second = if lowest { min } else { second.min(cost) };
