@@ -182,16 +182,16 @@ pub fn segment(
         // The last unit ends no sentence that a later unit carries on.
         sums.sent[m] = sent;
         sums.pace_key.clear();
+        sums.cap_key.clear();
         if p.pace {
             let us = p.us_per_char;
-            sums.pace_key.extend(
-                sums.lead
-                    .iter()
-                    .zip(&sums.snap)
-                    .map(|(&lead, &snap)| lead as i64 * us - 1000 * snap),
-            );
+            for (&lead, &snap) in sums.lead.iter().zip(&sums.snap) {
+                sums.pace_key.push(lead as i64 * us - 1000 * snap);
+                sums.cap_key.push(lead as i64 * us - 1100 * snap);
+            }
         } else {
             sums.pace_key.resize(m, 0);
+            sums.cap_key.resize(m, 0);
         }
     }
     let mut a = base;
@@ -267,6 +267,11 @@ struct Sums {
     /// `room_end - snap[i]` milliseconds (or less, under maxDuration). One compare a start, so the
     /// first pass's bounds hold the overrun step.
     pace_key: Vec<i64>,
+    /// `cap_key[i]`: `lead[i] * us_per_char - 1100 * snap[i]`: the same for a text that needs more
+    /// than 1.1 times the room, whose overrun share is at its cap (`PACE_SHARE` times a tenth:
+    /// `PACE_SHARE_CAP`, exactly, since f32 rounding moves the share by far less than the
+    /// margin a whole millisecond of lack gives).
+    cap_key: Vec<i64>,
 }
 
 impl Sums {
@@ -966,17 +971,26 @@ fn fast_walk(
         inner: p.inner_cost * sums.sent[j - 1] as i64,
         j,
         keys: &sums.pace_key,
-        // (A cue with no room at all is given 1 ms, which a reading pace of at most 1,000
-        // characters a second never reads a character in.)
-        over: if p.pace && p.us_per_char >= 1000 {
+        caps: &sums.cap_key,
+        cap: if p.pace && p.us_per_char > 1000 {
+            sums.len[j] as i64 * p.us_per_char - 1100 * e.room_end
+        } else {
+            i64::MIN
+        },
+        // (A cue with no room at all is given 1 ms, in which a pace under 1,000 characters a
+        // second never reads a character.)
+        over: if p.pace && p.us_per_char > 1000 {
             sums.len[j] as i64 * p.us_per_char - 1000 * e.room_end
         } else {
             i64::MIN
         },
     };
-    // The overrun step a start's bound holds (see `Sums::pace_key`), taken off again before it
-    // is costed in full (`rest_cost` adds it).
-    let step = |i: usize| PACE_STEP * i64::from(srcs.over > sums.pace_key[i]);
+    // The overrun step and capped share a start's bound holds (see `Sums::pace_key` and
+    // `Sums::cap_key`), taken off again before it is costed in full (`rest_cost` adds them).
+    let step = |i: usize| {
+        PACE_STEP * i64::from(srcs.over > sums.pace_key[i])
+            + CAP_STEP * i64::from(srcs.cap > sums.cap_key[i])
+    };
     let mut hi = j - 1;
     let mut line_start = s1;
     let mut m = 1;
@@ -1101,7 +1115,14 @@ struct Sources<'a> {
     /// The starts whose key is below this need more than their room (`i64::MIN` without
     /// reading pace).
     over: i64,
+    /// `Sums::cap_key`.
+    caps: &'a [i64],
+    /// The starts whose cap key is below this need more than 1.1 times their room.
+    cap: i64,
 }
+
+/// The overrun share of a text that needs more than 1.1 times its room.
+const CAP_STEP: i64 = PACE_SHARE_CAP as i64;
 
 /// What the fast walk's first pass carries from start to start: the pause cost of the longest
 /// silence so far (the pause cost never decreases with the silence, so this is
@@ -1187,12 +1208,19 @@ impl Lowest {
         let froms = from[lo_i..hi_i].iter().rev();
         let pauses = src.pauses[lo_i + 1..hi_i + 1].iter().rev();
         let keys = src.keys[lo_i..hi_i].iter().rev();
-        let over = src.over;
-        for ((slot, ((&s, &pz), &key)), k) in
-            slots.iter_mut().zip(froms.zip(pauses).zip(keys)).zip(k..)
+        let caps = src.caps[lo_i..hi_i].iter().rev();
+        let (over, cap) = (src.over, src.cap);
+        for ((slot, ((&s, &pz), (&key, &ck))), k) in slots
+            .iter_mut()
+            .zip(froms.zip(pauses).zip(keys.zip(caps)))
+            .zip(k..)
         {
             pause = pause.max(pz);
-            let cost = s + add + pause + PACE_STEP * i64::from(over > key);
+            let cost = s
+                + add
+                + pause
+                + PACE_STEP * i64::from(over > key)
+                + CAP_STEP * i64::from(cap > ck);
             *slot = (cost, lines);
             let lowest = cost < min;
             second = if lowest { min } else { second.min(cost) };
