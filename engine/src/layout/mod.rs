@@ -57,6 +57,11 @@ pub(crate) struct Params {
     avoid_flash: bool,
     /// A pause at least this long (ms) is as good a cue break as a sentence end.
     pause_threshold: i64,
+    /// `2 * pause_threshold` as a multiplier: `n / (2 * pause_threshold)` is
+    /// `(n * pause_div) >> 64` for every `n` under 2^32 (Lemire, Kaser and Kurz, "Faster
+    /// remainder by direct computation", 2019), one multiply where a division took dozens of
+    /// cycles.
+    pause_div: u64,
     /// A pause at least this long (ms) always ends the cue.
     hard_pause: i64,
     /// Cost of each line beyond the first (dramatic prefers fewer lines).
@@ -199,6 +204,13 @@ impl Params {
         let (dash, dash_len) = decorate("\u{2014}");
         let (ell, ell_len) = decorate("...");
         let dramatic = s.content_profile == ContentProfile::Dramatic;
+        let pause_threshold = if audiogram {
+            300
+        } else if dramatic {
+            400
+        } else {
+            700
+        };
         Params {
             max_chars,
             max_lines,
@@ -218,13 +230,8 @@ impl Params {
             us_per_char: 0,
             pace: !audiogram,
             avoid_flash: s.format_subtitles && !audiogram,
-            pause_threshold: if audiogram {
-                300
-            } else if dramatic {
-                400
-            } else {
-                700
-            },
+            pause_threshold,
+            pause_div: u64::MAX / (2 * pause_threshold) as u64 + 1,
             hard_pause: if audiogram { 300 } else { HARD_PAUSE_MS },
             line_cost: if dramatic { 40 } else { 10 },
             orphan_cost: if audiogram { 40 } else { 170 },

@@ -350,7 +350,8 @@ fn break_cost(p: &Params, units: &[Unit], u: usize) -> i64 {
     let c = if gap >= p.pause_threshold {
         0
     } else {
-        c - c * g / (2 * p.pause_threshold)
+        // `c * g` is at most 160 times the threshold: well under 2^32.
+        c - ((u128::from((c * g) as u64) * u128::from(p.pause_div)) >> 64) as i64
     };
     // A manual join costs more than any cutting within the limits (without a branch: joins
     // are rare, and this runs for every cue end).
@@ -1456,14 +1457,14 @@ mod tests {
                 ..Settings::default()
             },
         ];
-        let gaps = [
-            -50, 0, 1, 99, 299, 300, 349, 399, 400, 401, 699, 700, 701, 5000,
-        ];
+        // Every millisecond up to past the longest threshold, since the pause's share is worked
+        // out by a multiplication that must give the division's quotient exactly.
+        let gaps: Vec<i64> = [-50, 5000].into_iter().chain(0..=800).collect();
         for settings in &profiles {
             let p = Params::new(settings, FrameRate::FPS_25, None);
             for flags in 0..=u8::MAX {
                 for (speaker, extra) in [(0, 0), (1, 0), (0, JOIN), (1, JOIN)] {
-                    for gap in gaps {
+                    for &gap in &gaps {
                         let a = Unit {
                             word: 0,
                             lo: 0,
