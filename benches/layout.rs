@@ -259,22 +259,25 @@ fn cpu_report() {
 
 criterion_group!(benches, bench);
 
-/// `cargo bench --bench layout -- layouts N`: N smart layouts of the 10-hour transcript and
+/// `cargo bench --bench layout -- layouts N [shots]`: N smart layouts of the 10-hour transcript and
 /// nothing else, to be counted by an instruction counter, which no load on the machine moves:
 /// `valgrind --tool=cachegrind --cache-sim=no target/release/deps/layout-HASH layouts 1`, less the
 /// same with `layouts 0` (making the transcript).
 ///
 /// Prints the fastest layout's wall time (freeing its cues left out, as criterion does), for
 /// comparing two builds run in turns.
-fn layouts(n: usize) {
+/// With `shots`, the layouts are timed to the bench's shot changes (`layout_10h/smart_shots`).
+fn layouts(n: usize, shots: bool) {
     let ten = transcript(10);
+    let cuts = if shots { shot_changes(10) } else { Vec::new() };
     let mut fastest = f64::MAX;
     for _ in 0..n {
         let t = std::time::Instant::now();
-        let cues = std::hint::black_box(layout(
+        let cues = std::hint::black_box(layout_with_shots(
             std::hint::black_box(&ten),
             &Settings::default(),
             FrameRate::FPS_25,
+            &cuts,
         ));
         fastest = fastest.min(t.elapsed().as_secs_f64());
         drop(cues);
@@ -288,7 +291,7 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(at) = args.iter().position(|a| a == "layouts") {
         let n = args.get(at + 1).and_then(|n| n.parse().ok()).unwrap_or(1);
-        return layouts(n);
+        return layouts(n, args.iter().any(|a| a == "shots"));
     }
     benches();
     // `cargo bench --bench layout -- cpu` runs only the CPU-time report.

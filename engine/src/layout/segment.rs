@@ -1223,10 +1223,11 @@ impl Lowest {
                 + PACE_STEP * i64::from(over > key)
                 + CAP_STEP * i64::from(cap > ck);
             *slot = (cost, lines);
-            let lowest = cost < min;
-            second = if lowest { min } else { second.min(cost) };
-            min = if lowest { cost } else { min };
-            at = if lowest { k } else { at };
+            // The runner-up is the lower of the old one and the higher of the old lowest and
+            // this bound: no compare of its own.
+            second = second.min(min.max(cost));
+            at = if cost < min { k } else { at };
+            min = min.min(cost);
         }
         Lowest {
             pause,
