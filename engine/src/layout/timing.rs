@@ -181,11 +181,11 @@ impl<'a> Emitter<'a> {
         if c.span.timed {
             return self.hand_end(c);
         }
-        let e = self.base_end(c, next);
+        let (e, base) = self.base_parts(c, next);
         if self.p.cuts.is_empty() {
             e
         } else {
-            self.end_at_cut(c, next, e)
+            self.end_at_cut(c, next, e, &base)
         }
     }
 
@@ -252,10 +252,9 @@ impl<'a> Emitter<'a> {
     /// cue or past the maximum duration. A start just before a cut moves on to it when the cue
     /// still has all the time it needs.
     #[cold]
-    fn end_at_cut(&self, c: &mut Pending, next: Option<i64>, e: i64) -> i64 {
+    fn end_at_cut(&self, c: &mut Pending, next: Option<i64>, e: i64, base: &Base) -> i64 {
         let (p, fr) = (self.p, self.fr);
-        let speech = fr.frame_round(Millis((c.span.end + p.shift).max(0)));
-        let needed = self.needed(&c.span);
+        let (speech, needed) = (base.speech, base.needed);
         let room_from = |s: i64| {
             let mut room = next.map_or(i64::MAX, |ns| ns - p.gap_frames as i64);
             if let Some(md) = p.max_dur {
@@ -265,16 +264,19 @@ impl<'a> Emitter<'a> {
         };
         let (e0, mut e) = (e, e);
         let cuts = &p.cuts[self.cut_lo..];
+        // The end its text needs, as `base_parts` worked it out unless the start moves on to a
+        // cut.
+        let mut need = base.want.max(speech);
         if let Some(cut) = shots::start_cut(cuts, c.s, p.half).filter(|&cut| cut > c.s) {
-            let need = frame_ceil(fr, fr.frame_start(cut).0 + needed).max(speech);
-            if cut < e && need <= room_from(cut) {
+            let cut_ms = fr.frame_start(cut).0;
+            let cut_need = frame_ceil(fr, cut_ms + needed).max(speech);
+            if cut < e && cut_need <= room_from(cut) {
                 c.s = cut;
-                e = e.max(need);
+                e = e.max(cut_need);
+                need = cut_need;
             }
         }
         let s = c.s;
-        let s_ms = fr.frame_start(s).0;
-        let need = frame_ceil(fr, s_ms + needed).max(speech);
         let room = room_from(s);
         // Only the cuts up to the next cue's start: one during the next cue is its own.
         let cuts = match next {
@@ -322,10 +324,18 @@ impl<'a> Emitter<'a> {
     /// [`Emitter::end_frame`] without the shot-change rules.
     #[inline(always)]
     fn base_end(&self, c: &Pending, next: Option<i64>) -> i64 {
+        self.base_parts(c, next).0
+    }
+
+    /// [`Emitter::base_end`], and what it worked out on the way that the shot-change rules read
+    /// again (each a division or two).
+    #[inline(always)]
+    fn base_parts(&self, c: &Pending, next: Option<i64>) -> (i64, Base) {
         let (p, fr, sp, s) = (self.p, self.fr, &c.span, c.s);
         let n_gap = p.gap_frames as i64;
         let s_ms = fr.frame_start(s).0;
-        let mut e = fr.frame_round(Millis((sp.end + p.shift).max(0))).max(s + 1);
+        let speech = fr.frame_round(Millis((sp.end + p.shift).max(0)));
+        let mut e = speech.max(s + 1);
         // The longest the cue may last, in frames (at least one).
         let max_end = p
             .max_dur
@@ -351,6 +361,21 @@ impl<'a> Emitter<'a> {
         if let Some(me) = max_end {
             e = e.min(me);
         }
-        e.max(s + 1)
+        let base = Base {
+            speech,
+            needed,
+            want,
+        };
+        (e.max(s + 1), base)
     }
+}
+
+/// What [`Emitter::base_parts`] works out of a cue besides its end frame.
+struct Base {
+    /// The frame its speech ends on.
+    speech: i64,
+    /// [`Emitter::needed`].
+    needed: i64,
+    /// The first frame by which it has been up for `needed`.
+    want: i64,
 }
