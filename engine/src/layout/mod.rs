@@ -1502,6 +1502,29 @@ mod tests {
     }
 
     #[test]
+    fn words_at_the_far_end_of_time_are_laid_out_as_the_general_walk_lays_them() {
+        // 2^53 ms is the latest time a word read from JSON can have; 2^60 ms only a caller of the
+        // engine can give. The fast walk's pace keys would overflow there: it goes without them.
+        for origin in [(1i64 << 53) - 3_600_000, 1 << 53, 1 << 60] {
+            let mut t = origin;
+            let words: Vec<Word> = (0..400)
+                .map(|k| {
+                    t += [40, 90, 250, 800][k % 4];
+                    let text = VOCAB[k * 7 % VOCAB.len()];
+                    let w = Word::new(text, Millis(t), Millis(t + 180 + (k % 5) as i64 * 60), 0);
+                    t += 180 + (k % 5) as i64 * 60;
+                    w
+                })
+                .collect();
+            let settings = Settings::default();
+            let fast = layout_with(&words, &settings, FrameRate::FPS_25, &[], false, None);
+            let general = layout_with(&words, &settings, FrameRate::FPS_25, &[], true, None);
+            assert!(!fast.is_empty());
+            assert_eq!(fast, general, "origin {origin}");
+        }
+    }
+
+    #[test]
     fn the_fast_walk_chooses_the_cues_the_general_walk_chooses() {
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         for case in 0..4000 {

@@ -183,11 +183,25 @@ pub fn segment(
         sums.sent[m] = sent;
         sums.pace_key.clear();
         sums.cap_key.clear();
-        if p.pace {
+        // The keys and the ends' figures they are compared with stay well inside i64 when every
+        // time is within 2^52 ms (142,000 years) and the text within 2^31 graphemes; past that
+        // (no real media) the first pass goes without them.
+        const LIM: i64 = 1 << 52;
+        let within = |t: i64| t > -LIM && t < LIM;
+        let last_room = units
+            .last()
+            .and_then(|u| u.end.checked_add(p.shift)?.checked_add(60_000));
+        sums.keys = p.pace
+            && p.us_per_char > 1000
+            && sums.len[m] < 1 << 31
+            && last_room.is_some_and(within);
+        if sums.keys {
             let us = p.us_per_char;
             for (&lead, &snap) in sums.lead.iter().zip(&sums.snap) {
-                sums.pace_key.push(lead as i64 * us - 1000 * snap);
-                sums.cap_key.push(lead as i64 * us - 1100 * snap);
+                sums.keys &= within(snap);
+                let (lead, snap) = (lead as i64, snap.clamp(-LIM, LIM));
+                sums.pace_key.push(lead * us - 1000 * snap);
+                sums.cap_key.push(lead * us - 1100 * snap);
             }
         } else {
             sums.pace_key.resize(m, 0);
@@ -250,6 +264,8 @@ struct Sums {
     line_cost: Vec<i64>,
     /// Every unit fits a line on its own.
     all_fit: bool,
+    /// The pace keys below hold (see `segment`); without them the first pass adds no overrun.
+    keys: bool,
     /// `pause[k]`: the pause cost of the silence before unit k (0 for the first unit).
     pause: Vec<i64>,
     /// `head[k]`: `HEAD_COST` when unit k - 1 does not end a sentence and has unit k's speaker.
@@ -973,14 +989,14 @@ fn fast_walk(
         j,
         keys: &sums.pace_key,
         caps: &sums.cap_key,
-        cap: if p.pace && p.us_per_char > 1000 {
+        cap: if sums.keys {
             sums.len[j] as i64 * p.us_per_char - 1100 * e.room_end
         } else {
             i64::MIN
         },
         // (A cue with no room at all is given 1 ms, in which a pace under 1,000 characters a
-        // second never reads a character.)
-        over: if p.pace && p.us_per_char > 1000 {
+        // second never reads a character: `Sums::keys` needs `us_per_char > 1000`.)
+        over: if sums.keys {
             sums.len[j] as i64 * p.us_per_char - 1000 * e.room_end
         } else {
             i64::MIN
