@@ -861,6 +861,14 @@ with sync_playwright() as pw:
     expect(page.locator(".w.now")).to_have_count(1)
     page.screenshot(path=cfg["shots"] + "/editor-audio.png", full_page=True)
 
+    step("play, then pause before playback has begun (a double click): the pause, no error")
+    # The second click pauses while play() is still pending; its promise then rejects with an
+    # AbortError, which is the pause asked for and must not reach the console as an error.
+    page.evaluate("() => { const b = document.getElementById('play'); b.click(); b.click(); }")
+    page.wait_for_timeout(300)
+    assert page.evaluate("document.querySelector('audio').paused")
+    assert not [e for e in errors if "play()" in e], errors
+
     step("edit a word")
     first = page.locator("li.cue").first
     first.focus()

@@ -1067,6 +1067,18 @@ $("problems-only").addEventListener("change", (e) => {
 $("next-problem").addEventListener("click", () => nextProblem(1));
 $("prev-problem").addEventListener("click", () => nextProblem(-1));
 
+// Starts playback. A play() that a pause() interrupts before the media has started (a double
+// click on Play, a replayed cue shorter than the start-up) rejects with an AbortError: that is
+// the pause the subtitler asked for, not a failure. Anything else is reported.
+function startPlayback() {
+  const started = state.media.play();
+  if (started) {
+    started.catch((e) => {
+      if (e.name !== "AbortError") console.error(e);
+    });
+  }
+}
+
 // Replay the selected cue: from its start, pausing at its end.
 let stopAt = null;
 function replayCue() {
@@ -1074,7 +1086,7 @@ function replayCue() {
   if (!cue || !state.media) return;
   seek(cue.start);
   stopAt = cue.end;
-  state.media.play();
+  startPlayback();
 }
 
 function back(ms) {
@@ -1409,7 +1421,7 @@ function tick() {
 function togglePlay() {
   if (!state.media) return;
   stopAt = null;
-  if (state.media.paused) state.media.play();
+  if (state.media.paused) startPlayback();
   else state.media.pause();
 }
 
