@@ -200,8 +200,8 @@ pub fn segment(
             for (&lead, &snap) in sums.lead.iter().zip(&sums.snap) {
                 sums.keys &= within(snap);
                 let (lead, snap) = (lead as i64, snap.clamp(-LIM, LIM));
-                sums.pace_key.push(lead * us - 1000 * snap);
-                sums.cap_key.push(lead * us - 1100 * snap);
+                sums.pace_key.push(pace_key(lead, us, snap, 1000));
+                sums.cap_key.push(pace_key(lead, us, snap, 1100));
             }
         } else {
             sums.pace_key.resize(m, 0);
@@ -990,14 +990,14 @@ fn fast_walk(
         keys: &sums.pace_key,
         caps: &sums.cap_key,
         cap: if sums.keys {
-            sums.len[j] as i64 * p.us_per_char - 1100 * e.room_end
+            pace_key(sums.len[j] as i64, p.us_per_char, e.room_end, 1100)
         } else {
             i64::MIN
         },
         // (A cue with no room at all is given 1 ms, in which a pace under 1,000 characters a
         // second never reads a character: `Sums::keys` needs `us_per_char > 1000`.)
         over: if sums.keys {
-            sums.len[j] as i64 * p.us_per_char - 1000 * e.room_end
+            pace_key(sums.len[j] as i64, p.us_per_char, e.room_end, 1000)
         } else {
             i64::MIN
         },
@@ -1136,6 +1136,15 @@ struct Sources<'a> {
     caps: &'a [i64],
     /// The starts whose cap key is below this need more than 1.1 times their room.
     cap: i64,
+}
+
+/// `chars * us_per_char - scale * t`: a start's pace key (`chars` the graphemes before it, `t` its
+/// snapped start) or, compared with it, a cue end's (`chars` the graphemes up to it, `t` its
+/// room's end). The cue between them needs more than `1000 / scale` times its room when the end's
+/// key is the greater (see `Sums::pace_key`).
+#[inline(always)]
+fn pace_key(chars: i64, us_per_char: i64, t: i64, scale: i64) -> i64 {
+    chars * us_per_char - scale * t
 }
 
 /// The overrun share of a text that needs more than 1.1 times its room.
