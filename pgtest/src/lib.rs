@@ -225,12 +225,23 @@ fn bin_dir() -> PathBuf {
     versions.pop().map(|(_, bin)| bin).unwrap_or_default()
 }
 
-/// A TCP port of 127.0.0.1 free at the time of the call.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port on 127.0.0.1")
+/// A TCP port of 127.0.0.1 free at the time of the call, and never handed out before in this
+/// process. The port is released before the caller binds it, so two tests running side by side
+/// could otherwise be given the same one: the second server then fails to bind, and its test talks
+/// to the first test's server (CI saw one answer nothing while the other test stopped it).
+pub fn free_port() -> u16 {
+    static GIVEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|p| p.into_inner());
+    loop {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port on 127.0.0.1");
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 fn is_root() -> bool {
@@ -485,6 +496,15 @@ impl Drop for TestDb {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn free_ports_are_never_handed_out_twice() {
+        // The kernel's free ports repeat within a few thousand asks (about 70 repeats expected in
+        // 2,000 from its 28,000 ephemeral ports): the registry must skip them.
+        let ports: Vec<u16> = (0..2000).map(|_| free_port()).collect();
+        let distinct: std::collections::HashSet<u16> = ports.iter().copied().collect();
+        assert_eq!(distinct.len(), ports.len());
+    }
 
     #[test]
     fn fresh_databases_are_copies_of_the_migrated_template_and_independent() {

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
@@ -276,10 +276,12 @@ pub fn pg_db() -> cuecraft_pgtest::TestDb {
     })
 }
 
+/// What `cuecraft serve` logs once it listens (host/src/cli.rs).
+const SERVING: &str = "cuecraft serving";
+
 /// A free loopback port.
 pub fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
+    cuecraft_pgtest::free_port()
 }
 
 /// The test recognizer: a shell script that prints deterministic words for the job's language
@@ -439,6 +441,10 @@ impl Server {
                 *a = a.replace("<data-dir>", &data_dir);
             }
         }
+        // Ready once this process has logged its listening line (after the bind): a port that
+        // answers could be another's, if this server failed to bind it.
+        let serving = |log: &str| log.matches(SERVING).count();
+        let before = serving(&self.log());
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -466,7 +472,9 @@ impl Server {
             .expect("start cuecraft serve");
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+        while serving(&self.log()) == before
+            || TcpStream::connect(("127.0.0.1", self.port)).is_err()
+        {
             if let Some(c) = self.child.as_mut() {
                 if let Ok(Some(status)) = c.try_wait() {
                     panic!("server exited with {status}: {}", self.log());

@@ -18,7 +18,6 @@
 //! first test to use it waits at most a minute and every later one fails at once with the same
 //! message.
 
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
@@ -104,14 +103,8 @@ fn weed_binary() -> PathBuf {
 
 fn start() -> Result<Seaweed, String> {
     sweep();
-    // Eight ports: held open together so that they are distinct, released just before the start.
-    let held: Vec<TcpListener> = (0..8)
-        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind"))
-        .collect();
-    let ports: Vec<u16> = held
-        .iter()
-        .map(|l| l.local_addr().expect("addr").port())
-        .collect();
+    // Eight ports, distinct, and never handed to a test's server (free_port's registry).
+    let ports: Vec<u16> = (0..8).map(|_| super::free_port()).collect();
     let dir = tempfile::Builder::new()
         .prefix(DIR_PREFIX)
         .tempdir()
@@ -155,7 +148,6 @@ fn start() -> Result<Seaweed, String> {
         format!("-s3.config={}", config.display()),
     ];
     let log = dir.join("weed.log");
-    drop(held);
     let (tx, rx) = std::sync::mpsc::channel();
     let log_for_thread = log.clone();
     // The thread that starts weed lives as long as the test binary: weed dies with it.

@@ -37,7 +37,9 @@ impl TlsProxy {
         .expect("server certificate");
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
 
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
+        // A port of free_port's registry, so that no test's server is handed it as well.
+        let listener =
+            std::net::TcpListener::bind(("127.0.0.1", super::free_port())).expect("bind the proxy");
         listener.set_nonblocking(true).expect("nonblocking");
         let port = listener.local_addr().expect("address").port();
         let runtime = tokio::runtime::Builder::new_multi_thread()
