@@ -1441,6 +1441,7 @@ fn two_line_cost_plain(p: &Params, sums: &Sums, (i, j): (usize, usize), first_r:
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::layout::prepare::{COMMA, TIMED};
     use crate::{ContentProfile, FrameRate, Settings, SubtitleMode};
 
     /// The cost of a cue break as its rules read, one after the other.
@@ -1468,6 +1469,53 @@ mod tests {
             c += 200;
         }
         join + c
+    }
+
+    #[test]
+    fn the_line_break_table_gives_what_the_rules_say() {
+        for split_on_punctuation in [false, true] {
+            let settings = Settings {
+                split_on_punctuation,
+                ..Settings::default()
+            };
+            let p = Params::new(&settings, FrameRate::FPS_25, None);
+            for flags in 0..=u8::MAX {
+                for extra in [0, COMMA, PAUSE_END, COMMA | PAUSE_END | JOIN | TIMED] {
+                    let u = Unit {
+                        word: 0,
+                        lo: 0,
+                        hi: 1,
+                        g: 1,
+                        w: 1,
+                        sep: true,
+                        start: 0,
+                        end: 1000,
+                        speaker: 0,
+                        flags,
+                        extra,
+                    };
+                    let has = |f: u8| flags & f != 0;
+                    let by_the_rules = if has(MID_WORD) || has(SENT_END) || has(LINE_AFTER) {
+                        0
+                    } else if has(CLAUSE) {
+                        if split_on_punctuation && extra & COMMA != 0 {
+                            0
+                        } else {
+                            10
+                        }
+                    } else if has(WEAK) {
+                        300
+                    } else {
+                        60
+                    };
+                    assert_eq!(
+                        line_break_cost(&p, &u),
+                        by_the_rules,
+                        "flags {flags:08b}, extra {extra:04b}, split {split_on_punctuation}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
