@@ -1471,6 +1471,23 @@ mod tests {
         join + c
     }
 
+    /// A one-byte unit of speaker 0 from 0 to 1000 ms with `flags` and `extra`.
+    fn one_byte_unit(flags: u8, extra: u16) -> Unit {
+        Unit {
+            word: 0,
+            lo: 0,
+            hi: 1,
+            g: 1,
+            w: 1,
+            sep: true,
+            start: 0,
+            end: 1000,
+            speaker: 0,
+            flags,
+            extra,
+        }
+    }
+
     #[test]
     fn the_line_break_table_gives_what_the_rules_say() {
         for split_on_punctuation in [false, true] {
@@ -1481,19 +1498,7 @@ mod tests {
             let p = Params::new(&settings, FrameRate::FPS_25, None);
             for flags in 0..=u8::MAX {
                 for extra in [0, COMMA, PAUSE_END, COMMA | PAUSE_END | JOIN | TIMED] {
-                    let u = Unit {
-                        word: 0,
-                        lo: 0,
-                        hi: 1,
-                        g: 1,
-                        w: 1,
-                        sep: true,
-                        start: 0,
-                        end: 1000,
-                        speaker: 0,
-                        flags,
-                        extra,
-                    };
+                    let u = one_byte_unit(flags, extra);
                     let has = |f: u8| flags & f != 0;
                     let by_the_rules = if has(MID_WORD) || has(SENT_END) || has(LINE_AFTER) {
                         0
@@ -1539,19 +1544,7 @@ mod tests {
             for flags in 0..=u8::MAX {
                 for (speaker, extra) in [(0, 0), (1, 0), (0, JOIN), (1, JOIN)] {
                     for &gap in &gaps {
-                        let a = Unit {
-                            word: 0,
-                            lo: 0,
-                            hi: 1,
-                            g: 1,
-                            w: 1,
-                            sep: true,
-                            start: 0,
-                            end: 1000,
-                            speaker: 0,
-                            flags,
-                            extra,
-                        };
+                        let a = one_byte_unit(flags, extra);
                         let b = Unit {
                             start: 1000 + gap,
                             end: 2000 + gap,
